@@ -1,0 +1,84 @@
+-- ----------------------------------------------------------------------
+-- Function: cdc.get_batch_events(batch_id)
+--
+--      All events of an open batch, ordered by ev_id. For large batches use
+--      cdc.open_batch_cursor(), which hands them out in chunks.
+--
+-- Tables: cdc.event partitions of the batch's queue
+-- ----------------------------------------------------------------------
+create or replace function cdc.get_batch_events(
+    in  i_batch_id  bigint,
+    out ev_id       bigint,
+    out ev_time     timestamptz,
+    out ev_txid     bigint,
+    out ev_retry    integer,
+    out ev_type     text,
+    out ev_data     text,
+    out ev_extra1   text,
+    out ev_extra2   text,
+    out ev_extra3   text,
+    out ev_extra4   text)
+returns setof record as $$
+begin
+    return query execute cdc._batch_sql(i_batch_id);
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.open_batch_cursor(batch_id, cursor_name)
+--
+--      Opens a cursor over an open batch's events (columns and order of
+--      cdc.get_batch_events), for reading in bounded chunks:
+--
+--          begin;
+--          select cdc.open_batch_cursor(42, 'batch_42');
+--          fetch 5000 from batch_42;   -- until it returns no rows
+--          close batch_42;
+--          commit;
+--
+--      The query is built here; callers pass no SQL text. The cursor lives until the end
+--      of the transaction. It is opened with the owner's rights, so readers need no
+--      privileges on the event tables.
+--
+-- Returns:
+--      The cursor name.
+-- ----------------------------------------------------------------------
+create or replace function cdc.open_batch_cursor(i_batch_id bigint, i_cursor_name text)
+returns refcursor as $$
+declare
+    cur refcursor;
+begin
+    perform cdc._require(i_cursor_name, 'cursor name');
+    cur := i_cursor_name;
+    open cur no scroll for execute cdc._batch_sql(i_batch_id);
+    return cur;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.finish_batch(batch_id)
+--
+--      Closes a batch: the consumer's position moves to the batch's end tick. QC003 if the
+--      batch is not open.
+--
+-- Returns:
+--      1
+-- Tables: cdc.subscription
+-- ----------------------------------------------------------------------
+create or replace function cdc.finish_batch(i_batch_id bigint)
+returns integer as $$
+begin
+    perform cdc._require(i_batch_id, 'batch id');
+    update cdc.subscription
+       set sub_last_tick = sub_next_tick, sub_next_tick = null, sub_batch = null, sub_active = now()
+     where sub_batch = i_batch_id;
+    if not found then
+        raise exception using errcode = 'QC003',
+            message = format('batch %s is not open: it was finished already, or never existed', i_batch_id),
+            hint = 'take a new batch with cdc.next_batch()';
+    end if;
+    return 1;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;

@@ -1,0 +1,107 @@
+-- ----------------------------------------------------------------------
+-- Function: cdc.register_consumer(queue_name, consumer_name)
+--
+--      Subscribes a consumer to a queue at the queue's latest tick: it sees every event
+--      committed after that tick, none before.
+--
+-- Returns:
+--      1 if the consumer was registered, 0 if it was registered already.
+-- Tables: cdc.consumer, cdc.subscription
+-- ----------------------------------------------------------------------
+create or replace function cdc.register_consumer(i_queue_name text, i_consumer_name text)
+returns integer as $$
+declare
+    q     cdc.queue;
+    last  bigint;
+begin
+    q := cdc._queue(i_queue_name, true);
+    select max(tick_id) into last from cdc.tick where tick_queue = q.queue_id;
+    return cdc._subscribe(q, i_consumer_name, last, false);
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.register_consumer_at(queue_name, consumer_name, tick_id)
+--
+--      Subscribes a consumer at a given tick, or moves a registered consumer there (dropping
+--      its open batch, if any). The tick must still exist: ticks older than every
+--      consumer's position are removed by maintenance, and with them the events they
+--      would need (QC004).
+--
+-- Returns:
+--      1 if the consumer was registered, 0 if it was moved.
+-- ----------------------------------------------------------------------
+create or replace function cdc.register_consumer_at(
+    i_queue_name text, i_consumer_name text, i_tick_id bigint)
+returns integer as $$
+declare
+    q cdc.queue;
+begin
+    q := cdc._queue(i_queue_name, true);
+    perform cdc._require(i_tick_id, 'tick id');
+    if not exists (select 1 from cdc.tick where tick_queue = q.queue_id and tick_id = i_tick_id) then
+        raise exception using errcode = 'QC004',
+            message = format('tick %s of queue %L does not exist (any more)', i_tick_id, i_queue_name),
+            hint = 'choose a tick listed in cdc.tick for this queue';
+    end if;
+    return cdc._subscribe(q, i_consumer_name, i_tick_id, true);
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._subscribe(queue, consumer_name, tick_id, move)
+--
+--      Creates the consumer if needed and its subscription at tick_id; an existing
+--      subscription is moved there when move is true and left alone otherwise.
+-- ----------------------------------------------------------------------
+create or replace function cdc._subscribe(
+    q cdc.queue, i_consumer_name text, i_tick_id bigint, i_move boolean)
+returns integer as $$
+declare
+    cid integer;
+begin
+    perform cdc._check_name('consumer', i_consumer_name);
+    insert into cdc.consumer (co_name) values (i_consumer_name) on conflict (co_name) do nothing;
+    select co_id into cid from cdc.consumer where co_name = i_consumer_name;
+    insert into cdc.subscription (sub_queue, sub_consumer, sub_last_tick)
+    values (q.queue_id, cid, i_tick_id)
+    on conflict (sub_queue, sub_consumer) do nothing;
+    if found then
+        return 1;
+    end if;
+    if i_move then
+        update cdc.subscription
+           set sub_last_tick = i_tick_id, sub_next_tick = null, sub_batch = null, sub_active = now()
+         where sub_queue = q.queue_id and sub_consumer = cid;
+    end if;
+    return 0;
+end;
+$$ language plpgsql;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.unregister_consumer(queue_name, consumer_name)
+--
+--      Removes a consumer's subscription, with its pending retries. QC002 if the consumer
+--      is not registered on the queue.
+--
+-- Returns:
+--      1
+-- ----------------------------------------------------------------------
+create or replace function cdc.unregister_consumer(i_queue_name text, i_consumer_name text)
+returns integer as $$
+declare
+    q  cdc.queue;
+    s  cdc.subscription;
+begin
+    q := cdc._queue(i_queue_name, true);
+    s := cdc._subscription(i_queue_name, i_consumer_name, true);
+    delete from cdc.subscription where sub_id = s.sub_id;
+    delete from cdc.consumer c
+     where c.co_id = s.sub_consumer
+       and not exists (select 1 from cdc.subscription where sub_consumer = c.co_id);
+    return 1;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;

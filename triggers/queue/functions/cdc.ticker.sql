@@ -1,0 +1,86 @@
+-- ----------------------------------------------------------------------
+-- Function: cdc.ticker(queue_name)
+--
+--      Ticks one queue if a tick is due (see cdc._tick_due), and notifies channel
+--      'cdc_tick'. Raises QC011 for a paused queue or one with an external ticker, QC012
+--      outside READ COMMITTED. Ticks of a queue are made one at a time (queue row lock), so
+--      their snapshots follow tick order.
+--
+-- Returns:
+--      The new tick id, or NULL when no tick was due.
+-- Tables: cdc.tick
+-- ----------------------------------------------------------------------
+create or replace function cdc.ticker(i_queue_name text)
+returns bigint as $$
+declare
+    q cdc.queue;
+begin
+    perform cdc._require_read_committed();
+    q := cdc._queue(i_queue_name, true);
+    if q.queue_external_ticker then
+        raise exception using errcode = 'QC011',
+            message = format('queue %L takes its ticks from an external ticker', i_queue_name),
+            hint = 'set external_ticker to false with cdc.set_queue_config() to tick it here';
+    end if;
+    if q.queue_ticker_paused then
+        raise exception using errcode = 'QC011',
+            message = format('the ticker is paused for queue %L', i_queue_name),
+            hint = 'set ticker_paused to false with cdc.set_queue_config()';
+    end if;
+    if cdc._tick_due(q) then
+        return cdc._insert_tick(q);
+    end if;
+    return null;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.ticker()
+--
+--      Ticks every queue that is due, skipping paused queues, queues with an external
+--      ticker, and queues another ticker is ticking at this moment.
+--
+-- Returns:
+--      Number of ticks made.
+-- ----------------------------------------------------------------------
+create or replace function cdc.ticker()
+returns bigint as $$
+declare
+    q     cdc.queue;
+    made  bigint := 0;
+begin
+    perform cdc._require_read_committed();
+    for q in select * from cdc.queue
+              where not queue_ticker_paused and not queue_external_ticker
+              order by queue_id
+                for update skip locked
+    loop
+        if cdc._tick_due(q) then
+            perform cdc._insert_tick(q);
+            made := made + 1;
+        end if;
+    end loop;
+    return made;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.force_tick(queue_name)
+--
+--      Makes the next ticker call tick this queue whatever its thresholds.
+--
+-- Returns:
+--      The queue's last tick id, so that a caller can wait for a newer one.
+-- ----------------------------------------------------------------------
+create or replace function cdc.force_tick(i_queue_name text)
+returns bigint as $$
+declare
+    q cdc.queue;
+begin
+    q := cdc._queue(i_queue_name, true);
+    update cdc.queue set queue_force_tick = true where queue_id = q.queue_id;
+    return (select max(tick_id) from cdc.tick where tick_queue = q.queue_id);
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
