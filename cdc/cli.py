@@ -1,0 +1,139 @@
+"""The ``cdc`` command.
+
+Exit codes: 0 success, 1 an error the message explains (bad input, unknown queue, the
+database refused), 2 wrong usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+
+import psycopg
+
+from cdc import __version__, errors, install
+from cdc.queue import Queue
+from cdc.ticker import Ticker, TickerSettings
+
+log = logging.getLogger("cdc")
+
+
+def _dsn(args: argparse.Namespace) -> str:
+    dsn = args.dsn or os.environ.get("CDC_DSN")
+    if not dsn:
+        raise errors.ConfigError("no database given: pass --dsn or set CDC_DSN")
+    return dsn
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    version = install.install(_dsn(args))
+    print(f"cdc {version} installed")
+    return 0
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    dropped = install.uninstall(_dsn(args), drop_roles=not args.keep_roles)
+    print("cdc removed" + (f"; dropped roles {', '.join(dropped)}" if dropped else ""))
+    return 0
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    with psycopg.connect(_dsn(args), autocommit=True) as conn:
+        queue = Queue(conn, args.name)
+        if args.action == "create":
+            created = queue.create()
+            print(f"queue {args.name!r} " + ("created" if created else "exists already"))
+        elif args.action == "drop":
+            queue.drop(force=args.force)
+            print(f"queue {args.name!r} dropped")
+        else:
+            info = queue.info()
+            print(json.dumps(info, default=str, indent=2))
+    return 0
+
+
+def cmd_ticker(args: argparse.Namespace) -> int:
+    dsns = args.dsn or ([os.environ["CDC_DSN"]] if os.environ.get("CDC_DSN") else [])
+    if not dsns:
+        raise errors.ConfigError("no database given: pass --dsn (once per database) or set CDC_DSN")
+    for name in ("tick_period", "retry_period", "maint_period"):
+        if getattr(args, name) <= 0:
+            raise errors.ConfigError(f"--{name.replace('_', '-')} must be positive")
+    ticker = Ticker(dsns, TickerSettings(args.tick_period, args.retry_period, args.maint_period))
+    if args.once:
+        totals = ticker.run_once()
+        print(" ".join(f"{k}={v}" for k, v in totals.items()))
+        return 0
+
+    def _stop(signum: int, _frame: object) -> None:
+        log.info("received %s, stopping", signal.Signals(signum).name)
+        ticker.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    ticker.run()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cdc", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"cdc {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], help: str
+    ) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = add("install", cmd_install, "install or upgrade the queue engine (one transaction)")
+    sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
+
+    sp = add("uninstall", cmd_uninstall, "remove the queue engine and its roles")
+    sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
+    sp.add_argument("--keep-roles", action="store_true", help="do not drop the cdc_* roles")
+
+    sp = add("queue", cmd_queue, "create, drop or show a queue")
+    sp.add_argument("action", choices=["create", "drop", "info"])
+    sp.add_argument("name", help="queue name")
+    sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
+    sp.add_argument("--force", action="store_true", help="drop even with consumers")
+
+    sp = add("ticker", cmd_ticker, "tick queues, re-insert retries, rotate tables")
+    sp.add_argument("--dsn", action="append", help="a database to serve; repeat for several")
+    sp.add_argument("--once", action="store_true", help="one round, then exit")
+    sp.add_argument("--tick-period", type=float, default=1.0, help="seconds between ticks (1)")
+    sp.add_argument(
+        "--retry-period", type=float, default=30.0, help="seconds between retry runs (30)"
+    )
+    sp.add_argument(
+        "--maint-period", type=float, default=120.0, help="seconds between maintenance (120)"
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.func(args)
+    except errors.CdcError as exc:
+        print(f"cdc: error: {exc}", file=sys.stderr)
+        return 1
+    except psycopg.Error as exc:
+        print(f"cdc: error: {errors.translate(exc)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

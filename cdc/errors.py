@@ -1,0 +1,110 @@
+"""Typed exceptions, one class per SQLSTATE the queue engine raises (class ``QC``).
+
+``translate()`` turns a psycopg error into the matching class; errors with other SQLSTATEs
+are returned unchanged. Every ``CdcError`` carries ``sqlstate`` and, when it came from the
+server, psycopg's ``diag``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import psycopg
+
+
+class CdcError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+    sqlstate: ClassVar[str | None] = None
+
+    def __init__(self, message: str, diag: psycopg.errors.Diagnostic | None = None) -> None:
+        super().__init__(message)
+        self.diag = diag
+
+
+class ConfigError(CdcError):
+    """A setting or argument given to the tool is missing or wrong."""
+
+
+class NotInstalled(CdcError):
+    """The cdc schema is not installed in the database."""
+
+
+class QueueError(CdcError):
+    """An error raised by the queue engine inside PostgreSQL."""
+
+
+class QueueNotFound(QueueError):
+    sqlstate = "QC001"
+
+
+class ConsumerNotFound(QueueError):
+    sqlstate = "QC002"
+
+
+class BatchNotFound(QueueError):
+    sqlstate = "QC003"
+
+
+class TickNotFound(QueueError):
+    sqlstate = "QC004"
+
+
+class InvalidName(QueueError):
+    sqlstate = "QC005"
+
+
+class InvalidArgument(QueueError):
+    sqlstate = "QC006"
+
+
+class PerTxLimitExceeded(QueueError):
+    sqlstate = "QC007"
+
+
+class InsertDisabled(QueueError):
+    sqlstate = "QC008"
+
+
+class QueueInUse(QueueError):
+    sqlstate = "QC009"
+
+
+class EventNotInBatch(QueueError):
+    sqlstate = "QC010"
+
+
+class TickerNotAllowed(QueueError):
+    sqlstate = "QC011"
+
+
+class WrongIsolation(QueueError):
+    sqlstate = "QC012"
+
+
+_BY_SQLSTATE: dict[str, type[QueueError]] = {
+    cls.sqlstate: cls for cls in QueueError.__subclasses__() if cls.sqlstate
+}
+
+
+def lookup(sqlstate: str) -> type[QueueError]:
+    """The exception class of a queue engine SQLSTATE; KeyError for any other code."""
+    return _BY_SQLSTATE[sqlstate]
+
+
+def translate(exc: psycopg.Error) -> Exception:
+    """The typed error for a psycopg error raised by the engine, else the error itself."""
+    cls = _BY_SQLSTATE.get(exc.sqlstate or "")
+    if cls is None:
+        if exc.sqlstate == "3F000" or (
+            exc.sqlstate == "42883" and "cdc." in (exc.diag.message_primary or "")
+        ):
+            return NotInstalled(
+                "the cdc schema is not installed in this database: run `cdc install --dsn ...`",
+                exc.diag,
+            )
+        return exc
+    message = exc.diag.message_primary or str(exc)
+    if exc.diag.message_hint:
+        message = f"{message} (hint: {exc.diag.message_hint})"
+    return cls(message, exc.diag)

@@ -1,0 +1,100 @@
+"""Shared fixtures: one PostgreSQL server per run (see tests/servers.py), a template
+database with cdc installed built once, and a fresh clone of it for each test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from cdc import install
+from tests import servers
+
+TEMPLATE = "cdc_test_template"
+
+
+@pytest.fixture(scope="session")
+def admin_dsn() -> str:
+    """Superuser DSN on database postgres; the run stops early if the server is down."""
+    try:
+        dsn = servers.start()
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("select 1")
+    except Exception as exc:  # any failure here makes every database test meaningless
+        pytest.exit(f"no PostgreSQL server for the tests: {exc}", returncode=3)
+    return dsn
+
+
+@pytest.fixture(scope="session")
+def server_version(admin_dsn: str) -> int:
+    with psycopg.connect(admin_dsn) as conn:
+        return conn.info.server_version
+
+
+def create_database(admin_dsn: str, name: str, template: str | None = None) -> str:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+        )
+        stmt = sql.SQL("create database {}").format(sql.Identifier(name))
+        if template:
+            stmt = sql.SQL("{} template {}").format(stmt, sql.Identifier(template))
+        conn.execute(stmt)
+    return make_conninfo(admin_dsn, dbname=name)
+
+
+def drop_database(admin_dsn: str, name: str) -> None:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+        )
+
+
+@pytest.fixture(scope="session")
+def template_dsn(admin_dsn: str) -> str:
+    """A database with cdc installed, cloned by every test that needs one."""
+    dsn = create_database(admin_dsn, TEMPLATE)
+    install.install(dsn)
+    return dsn
+
+
+@pytest.fixture
+def empty_dsn(admin_dsn: str) -> Iterator[str]:
+    """A fresh database without cdc."""
+    name = f"cdc_test_{uuid.uuid4().hex[:12]}"
+    yield create_database(admin_dsn, name)
+    drop_database(admin_dsn, name)
+
+
+@pytest.fixture
+def dsn(admin_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A fresh database with cdc installed (a clone of the template)."""
+    name = f"cdc_test_{uuid.uuid4().hex[:12]}"
+    yield create_database(admin_dsn, name, template=TEMPLATE)
+    drop_database(admin_dsn, name)
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to a fresh database with cdc installed."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture
+def connect(dsn: str) -> Iterator:
+    """Opens more connections to the same database (closed at the end)."""
+    opened: list[psycopg.Connection] = []
+
+    def _connect(autocommit: bool = True, **kwargs: object) -> psycopg.Connection:
+        c = psycopg.connect(dsn, autocommit=autocommit, **kwargs)
+        opened.append(c)
+        return c
+
+    yield _connect
+    for c in opened:
+        c.close()

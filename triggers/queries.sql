@@ -1,0 +1,69 @@
+-- Runtime queries of the Python side, one per "-- name:" header, with psycopg placeholders.
+
+-- name: installed_version
+select to_regclass('cdc.installed');
+
+-- name: create_queue
+select cdc.create_queue(%(queue)s);
+
+-- name: drop_queue
+select cdc.drop_queue(%(queue)s, %(force)s);
+
+-- name: set_queue_config
+select cdc.set_queue_config(%(queue)s, %(param)s, %(value)s);
+
+-- name: insert_event
+select cdc.insert_event(%(queue)s, %(ev_type)s, %(ev_data)s,
+                        %(extra1)s, %(extra2)s, %(extra3)s, %(extra4)s);
+
+-- name: register_consumer
+select cdc.register_consumer(%(queue)s, %(consumer)s);
+
+-- name: register_consumer_at
+select cdc.register_consumer_at(%(queue)s, %(consumer)s, %(tick_id)s);
+
+-- name: unregister_consumer
+select cdc.unregister_consumer(%(queue)s, %(consumer)s);
+
+-- name: next_batch_custom
+select * from cdc.next_batch_custom(%(queue)s, %(consumer)s,
+                                    %(min_lag)s, %(min_count)s, %(min_interval)s);
+
+-- name: open_batch_cursor
+select cdc.open_batch_cursor(%(batch_id)s, %(cursor)s);
+
+-- name: event_retry
+select cdc.event_retry(%(batch_id)s, %(ev_id)s, %(seconds)s::integer);
+
+-- name: batch_retry
+select cdc.batch_retry(%(batch_id)s, %(seconds)s::integer);
+
+-- name: event_dead
+select cdc.event_dead(%(batch_id)s, %(ev_id)s, %(reason)s);
+
+-- name: finish_batch
+select cdc.finish_batch(%(batch_id)s);
+
+-- name: ticker_all
+select cdc.ticker();
+
+-- name: ticker_queue
+select cdc.ticker(%(queue)s);
+
+-- name: force_tick
+select cdc.force_tick(%(queue)s);
+
+-- name: maint_retry_events
+select cdc.maint_retry_events();
+
+-- name: maint_operations
+select func_name, func_arg from cdc.maint_operations();
+
+-- name: queue_info
+select * from cdc.get_queue_info(%(queue)s);
+
+-- name: all_queue_info
+select * from cdc.get_queue_info();
+
+-- name: consumer_info
+select * from cdc.get_consumer_info(%(queue)s);
