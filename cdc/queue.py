@@ -67,6 +67,15 @@ def _call(conn: psycopg.Connection, name: str, **params: Any) -> Any:
     return None if row is None else row[0]
 
 
+def _call_in_savepoint(conn: psycopg.Connection, name: str, **params: Any) -> Any:
+    """``_call`` in a savepoint: an error leaves the surrounding transaction usable."""
+    try:
+        with conn.transaction():
+            return _call(conn, name, **params)
+    except psycopg.Error as exc:
+        raise errors.translate(exc) from exc
+
+
 class Queue:
     """Administration of one queue."""
 
@@ -176,16 +185,24 @@ class Batch:
             yield from chunk
 
     def retry(self, ev_id: int, seconds: int = 60) -> None:
-        """Deliver this event again to this consumer, in a batch after ``seconds``."""
-        _call(self.conn, "event_retry", batch_id=self.batch_id, ev_id=ev_id, seconds=seconds)
+        """Deliver this event again to this consumer, in a batch after ``seconds``.
+
+        Like ``retry_all`` and ``dead``, it runs in a savepoint: when the engine refuses (say,
+        the event is not in the batch), the batch's transaction stays usable.
+        """
+        _call_in_savepoint(
+            self.conn, "event_retry", batch_id=self.batch_id, ev_id=ev_id, seconds=seconds
+        )
 
     def retry_all(self, seconds: int = 60) -> int:
         """Deliver every event of the batch again later; returns how many."""
-        return _call(self.conn, "batch_retry", batch_id=self.batch_id, seconds=seconds)
+        return _call_in_savepoint(self.conn, "batch_retry", batch_id=self.batch_id, seconds=seconds)
 
     def dead(self, ev_id: int, reason: str) -> None:
         """Give up on this event: it goes to cdc.dead_letter with the reason."""
-        _call(self.conn, "event_dead", batch_id=self.batch_id, ev_id=ev_id, reason=reason)
+        _call_in_savepoint(
+            self.conn, "event_dead", batch_id=self.batch_id, ev_id=ev_id, reason=reason
+        )
 
     def finish(self) -> None:
         """Close the batch: the consumer moves past it."""
