@@ -110,7 +110,8 @@ def test_several_consumers_each_get_every_event_once(conn, queue):
         drain(c)
     for c in consumers:
         got = conn.execute(
-            "select count(*) from cdc.subscription s join cdc.consumer c on c.co_id = s.sub_consumer"
+            "select count(*) from cdc.subscription s"
+            " join cdc.consumer c on c.co_id = s.sub_consumer"
             " where c.co_name = %s and s.sub_batch is null",
             (c.name,),
         ).fetchone()[0]
@@ -176,7 +177,7 @@ def test_chunks_are_bounded_and_ordered(conn, queue):
 
 
 def test_open_transaction_across_ticks_delivered_once_when_committed(conn, queue, connect):
-    """A transaction open across several ticks lands, exactly once, in the batch after its commit."""
+    """A transaction open across ticks lands, exactly once, in the batch after its commit."""
     c = Consumer(conn, "q", "c")
     c.register()
     long_tx = connect(autocommit=False)

@@ -1,0 +1,15 @@
+.PHONY: test setup lint bench
+
+# Set up everything (venv, packages, PostgreSQL 15) and run the tests on both servers.
+test:
+	scripts/test.sh
+
+setup:
+	scripts/setup.sh
+
+lint:
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check cdc
+
+bench:
+	.venv/bin/python -m bench.queue_bench

