@@ -124,6 +124,50 @@ create table if not exists cdc.dead_letter (
 );
 create index if not exists dead_letter_queue_idx on cdc.dead_letter (dl_queue, dl_consumer);
 
+-- Row types of functions with several overloads, so that each lists its columns once.
+do $$
+begin
+    if to_regtype('cdc.ret_queue_info') is null then
+        create type cdc.ret_queue_info as (
+            queue_name                text,
+            queue_ntables             integer,
+            queue_cur_table           integer,
+            queue_rotation_period     interval,
+            queue_switch_time         timestamptz,
+            queue_external_ticker     boolean,
+            queue_ticker_paused       boolean,
+            queue_ticker_max_count    integer,
+            queue_ticker_max_lag      interval,
+            queue_ticker_idle_period  interval,
+            ticker_lag                interval,
+            ev_per_sec                float8,
+            ev_new                    bigint,
+            last_tick_id              bigint);
+    end if;
+    if to_regtype('cdc.ret_consumer_info') is null then
+        create type cdc.ret_consumer_info as (
+            queue_name      text,
+            consumer_name   text,
+            lag             interval,
+            last_seen       interval,
+            last_tick       bigint,
+            current_batch   bigint,
+            next_tick       bigint,
+            pending_events  bigint);
+    end if;
+    if to_regtype('cdc.ret_batch_info') is null then
+        create type cdc.ret_batch_info as (
+            batch_id              bigint,
+            cur_tick_id           bigint,
+            prev_tick_id          bigint,
+            cur_tick_time         timestamptz,
+            prev_tick_time        timestamptz,
+            cur_tick_event_seq    bigint,
+            prev_tick_event_seq   bigint);
+    end if;
+end;
+$$;
+
 -- The installed version, written by install.sql's last step.
 create table if not exists cdc.installed (
     inst_version  text not null,

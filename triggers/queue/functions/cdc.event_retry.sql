@@ -18,8 +18,7 @@ begin
     perform cdc._require(i_ev_id, 'event id');
     perform cdc._require(i_retry_time, 'retry time');
     if cdc._retry_events(i_batch_id, array[i_ev_id], i_retry_time, null) = 0 then
-        raise exception using errcode = 'QC010',
-            message = format('event %s is not in batch %s', i_ev_id, i_batch_id);
+        perform cdc._event_not_in_batch(i_batch_id, i_ev_id);
     end if;
     return 1;
 end;
@@ -77,8 +76,7 @@ begin
                    b.queue_id, b.consumer_name, i_reason, cdc._batch_sql(i_batch_id, array[i_ev_id]));
     get diagnostics moved = row_count;
     if moved = 0 then
-        raise exception using errcode = 'QC010',
-            message = format('event %s is not in batch %s', i_ev_id, i_batch_id);
+        perform cdc._event_not_in_batch(i_batch_id, i_ev_id);
     end if;
     return 1;
 end;

@@ -7,22 +7,8 @@
 --
 -- Tables: cdc.queue, cdc.tick
 -- ----------------------------------------------------------------------
-create or replace function cdc.get_queue_info(
-    out queue_name                text,
-    out queue_ntables             integer,
-    out queue_cur_table           integer,
-    out queue_rotation_period     interval,
-    out queue_switch_time         timestamptz,
-    out queue_external_ticker     boolean,
-    out queue_ticker_paused       boolean,
-    out queue_ticker_max_count    integer,
-    out queue_ticker_max_lag      interval,
-    out queue_ticker_idle_period  interval,
-    out ticker_lag                interval,
-    out ev_per_sec                float8,
-    out ev_new                    bigint,
-    out last_tick_id              bigint)
-returns setof record as $$
+create or replace function cdc.get_queue_info()
+returns setof cdc.ret_queue_info as $$
     select q.queue_name, q.queue_ntables, q.queue_cur_table, q.queue_rotation_period,
            q.queue_switch_time, q.queue_external_ticker, q.queue_ticker_paused,
            q.queue_ticker_max_count, q.queue_ticker_max_lag, q.queue_ticker_idle_period,
@@ -40,23 +26,8 @@ returns setof record as $$
      order by q.queue_name;
 $$ language sql security definer set search_path = pg_catalog, pg_temp;
 
-create or replace function cdc.get_queue_info(
-    in  i_queue_name              text,
-    out queue_name                text,
-    out queue_ntables             integer,
-    out queue_cur_table           integer,
-    out queue_rotation_period     interval,
-    out queue_switch_time         timestamptz,
-    out queue_external_ticker     boolean,
-    out queue_ticker_paused       boolean,
-    out queue_ticker_max_count    integer,
-    out queue_ticker_max_lag      interval,
-    out queue_ticker_idle_period  interval,
-    out ticker_lag                interval,
-    out ev_per_sec                float8,
-    out ev_new                    bigint,
-    out last_tick_id              bigint)
-returns setof record as $$
+create or replace function cdc.get_queue_info(i_queue_name text)
+returns setof cdc.ret_queue_info as $$
 begin
     perform cdc._queue(i_queue_name);
     return query select * from cdc.get_queue_info() i where i.queue_name = i_queue_name;
@@ -72,16 +43,8 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 --      next_tick, pending_events (events inserted since the last finished tick).
 --      QC001 / QC002 for an unknown name.
 -- ----------------------------------------------------------------------
-create or replace function cdc.get_consumer_info(
-    out queue_name      text,
-    out consumer_name   text,
-    out lag             interval,
-    out last_seen       interval,
-    out last_tick       bigint,
-    out current_batch   bigint,
-    out next_tick       bigint,
-    out pending_events  bigint)
-returns setof record as $$
+create or replace function cdc.get_consumer_info()
+returns setof cdc.ret_consumer_info as $$
     select q.queue_name, c.co_name, now() - t.tick_time, now() - s.sub_active,
            s.sub_last_tick, s.sub_batch, s.sub_next_tick,
            cdc._event_seq(q) - t.tick_event_seq
@@ -92,35 +55,16 @@ returns setof record as $$
      order by q.queue_name, c.co_name;
 $$ language sql security definer set search_path = pg_catalog, pg_temp;
 
-create or replace function cdc.get_consumer_info(
-    in  i_queue_name    text,
-    out queue_name      text,
-    out consumer_name   text,
-    out lag             interval,
-    out last_seen       interval,
-    out last_tick       bigint,
-    out current_batch   bigint,
-    out next_tick       bigint,
-    out pending_events  bigint)
-returns setof record as $$
+create or replace function cdc.get_consumer_info(i_queue_name text)
+returns setof cdc.ret_consumer_info as $$
 begin
     perform cdc._queue(i_queue_name);
     return query select * from cdc.get_consumer_info() i where i.queue_name = i_queue_name;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
-create or replace function cdc.get_consumer_info(
-    in  i_queue_name    text,
-    in  i_consumer_name text,
-    out queue_name      text,
-    out consumer_name   text,
-    out lag             interval,
-    out last_seen       interval,
-    out last_tick       bigint,
-    out current_batch   bigint,
-    out next_tick       bigint,
-    out pending_events  bigint)
-returns setof record as $$
+create or replace function cdc.get_consumer_info(i_queue_name text, i_consumer_name text)
+returns setof cdc.ret_consumer_info as $$
 begin
     perform cdc._subscription(i_queue_name, i_consumer_name);
     return query select * from cdc.get_consumer_info() i

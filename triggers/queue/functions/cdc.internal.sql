@@ -344,6 +344,21 @@ $$ language plpgsql;
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc._event_not_in_batch(batch_id, ev_id)
+--
+--      Raises QC010.
+-- ----------------------------------------------------------------------
+create or replace function cdc._event_not_in_batch(i_batch_id bigint, i_ev_id bigint)
+returns void as $$
+begin
+    raise exception using errcode = 'QC010',
+        message = format('event %s is not in batch %s', i_ev_id, i_batch_id),
+        hint = 'use an ev_id that the batch returned';
+end;
+$$ language plpgsql;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc._retry_events(batch_id, ev_ids, retry_after, reason)
 --
 --      Moves events of an open batch (all of them when ev_ids is NULL) into the retry queue

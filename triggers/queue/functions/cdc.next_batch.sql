@@ -16,20 +16,11 @@
 -- Tables: cdc.subscription, cdc.tick
 -- ----------------------------------------------------------------------
 create or replace function cdc.next_batch_custom(
-    in  i_queue_name          text,
-    in  i_consumer_name       text,
-    in  i_min_lag             interval,
-    in  i_min_count           integer,
-    in  i_min_interval        interval,
-    out batch_id              bigint,
-    out cur_tick_id           bigint,
-    out prev_tick_id          bigint,
-    out cur_tick_time         timestamptz,
-    out prev_tick_time        timestamptz,
-    out cur_tick_event_seq    bigint,
-    out prev_tick_event_seq   bigint)
-as $$
+    i_queue_name text, i_consumer_name text,
+    i_min_lag interval, i_min_count integer, i_min_interval interval)
+returns cdc.ret_batch_info as $$
 declare
+    r     cdc.ret_batch_info;
     s     cdc.subscription;
     prev  cdc.tick;
     cur   cdc.tick;
@@ -38,7 +29,7 @@ begin
     select * into prev from cdc.tick where tick_queue = s.sub_queue and tick_id = s.sub_last_tick;
     if s.sub_batch is not null then
         select * into cur from cdc.tick where tick_queue = s.sub_queue and tick_id = s.sub_next_tick;
-        batch_id := s.sub_batch;
+        r.batch_id := s.sub_batch;
     else
         if i_min_count is null and i_min_interval is null then
             select * into cur from cdc.tick
@@ -53,19 +44,20 @@ begin
         end if;
         if cur.tick_id is null or now() - cur.tick_time < i_min_lag then
             update cdc.subscription set sub_active = now() where sub_id = s.sub_id;
-            return;
+            return r;
         end if;
-        batch_id := nextval('cdc.batch_id_seq');
+        r.batch_id := nextval('cdc.batch_id_seq');
         update cdc.subscription
-           set sub_batch = batch_id, sub_next_tick = cur.tick_id, sub_active = now()
+           set sub_batch = r.batch_id, sub_next_tick = cur.tick_id, sub_active = now()
          where sub_id = s.sub_id;
     end if;
-    cur_tick_id := cur.tick_id;
-    cur_tick_time := cur.tick_time;
-    cur_tick_event_seq := cur.tick_event_seq;
-    prev_tick_id := prev.tick_id;
-    prev_tick_time := prev.tick_time;
-    prev_tick_event_seq := prev.tick_event_seq;
+    r.cur_tick_id := cur.tick_id;
+    r.cur_tick_time := cur.tick_time;
+    r.cur_tick_event_seq := cur.tick_event_seq;
+    r.prev_tick_id := prev.tick_id;
+    r.prev_tick_time := prev.tick_time;
+    r.prev_tick_event_seq := prev.tick_event_seq;
+    return r;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
@@ -75,17 +67,8 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 --
 --      cdc.next_batch_custom() with one tick per batch.
 -- ----------------------------------------------------------------------
-create or replace function cdc.next_batch_info(
-    in  i_queue_name          text,
-    in  i_consumer_name       text,
-    out batch_id              bigint,
-    out cur_tick_id           bigint,
-    out prev_tick_id          bigint,
-    out cur_tick_time         timestamptz,
-    out prev_tick_time        timestamptz,
-    out cur_tick_event_seq    bigint,
-    out prev_tick_event_seq   bigint)
-as $$
+create or replace function cdc.next_batch_info(i_queue_name text, i_consumer_name text)
+returns cdc.ret_batch_info as $$
     select * from cdc.next_batch_custom(i_queue_name, i_consumer_name, null, null, null);
 $$ language sql security definer set search_path = pg_catalog, pg_temp;
 
