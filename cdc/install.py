@@ -67,14 +67,22 @@ def uninstall(dsn: str, drop_roles: bool = True) -> list[str]:
 def _try_drop_role(conn: psycopg.Connection, role: str) -> bool:
     if conn.execute("select 1 from pg_roles where rolname = %s", (role,)).fetchone() is None:
         return False
+    members = conn.execute(sqlfiles.query("role_outside_members"), {"role": role}).fetchall()
+    if members:
+        names = ", ".join(m[0] for m in members)
+        log.info("kept role %s: roles %s are still members of it", role, names)
+        return False
     try:
         with conn.transaction():
             conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
-    except (psycopg.errors.DependentObjectsStillInUse, psycopg.errors.InsufficientPrivilege) as exc:
+    except (psycopg.errors.DependentObjectsStillExist, psycopg.errors.InsufficientPrivilege) as exc:
         log.info("kept role %s: %s", role, exc.diag.message_primary)
         return False
     return True
 
 
 def _log_notice(diag: psycopg.errors.Diagnostic) -> None:
-    log.warning("%s", diag.message_primary)
+    """Server notices at their own level: NOTICE as info ("already exists, skipping" on every
+    upgrade), WARNING as a warning."""
+    level = logging.WARNING if diag.severity_nonlocalized == "WARNING" else logging.INFO
+    log.log(level, "%s", diag.message_primary)

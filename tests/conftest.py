@@ -55,11 +55,12 @@ def drop_database(admin_dsn: str, name: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def template_dsn(admin_dsn: str) -> str:
+def template_dsn(admin_dsn: str) -> Iterator[str]:
     """A database with cdc installed, cloned by every test that needs one."""
     dsn = create_database(admin_dsn, TEMPLATE)
     install.install(dsn)
-    return dsn
+    yield dsn
+    drop_database(admin_dsn, TEMPLATE)
 
 
 @pytest.fixture

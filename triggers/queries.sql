@@ -3,6 +3,14 @@
 -- name: installed_version
 select to_regclass('cdc.installed');
 
+-- name: role_outside_members
+select m.rolname
+  from pg_auth_members a
+  join pg_roles r on r.oid = a.roleid
+  join pg_roles m on m.oid = a.member
+ where r.rolname = %(role)s and m.rolname not in ('cdc_admin', 'cdc_reader', 'cdc_writer')
+ order by 1;
+
 -- name: create_queue
 select cdc.create_queue(%(queue)s);
 

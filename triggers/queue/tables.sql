@@ -35,6 +35,34 @@ create table if not exists cdc.queue (
     constraint queue_name_length check (octet_length(queue_name) between 1 and 63),
     constraint queue_ntables_range check (queue_ntables between 2 and 100)
 );
+-- Queue settings, added here too so that an install over an older one that lacks some of
+-- them gets them (create table if not exists leaves an existing table as it is). Only
+-- missing columns are added, so that a current install logs no "already exists" notices.
+do $$
+declare
+    c record;
+begin
+    for c in
+        select * from (values
+            ('queue_external_ticker',    'boolean not null default false'),
+            ('queue_disable_insert',     'boolean not null default false'),
+            ('queue_ticker_paused',      'boolean not null default false'),
+            ('queue_ticker_max_count',   'integer not null default 500'),
+            ('queue_ticker_max_lag',     'interval not null default ''3 seconds'''),
+            ('queue_ticker_idle_period', 'interval not null default ''1 minute'''),
+            ('queue_per_tx_limit',       'integer'),
+            ('queue_max_retries',        'integer'),
+            ('queue_force_tick',         'boolean not null default false')
+        ) v (name, def)
+    loop
+        if not exists (select 1 from pg_catalog.pg_attribute
+                        where attrelid = 'cdc.queue'::regclass and attname = c.name
+                          and not attisdropped) then
+            execute format('alter table cdc.queue add column %I %s', c.name, c.def);
+        end if;
+    end loop;
+end;
+$$;
 
 -- Consumer names, shared by all queues.
 create table if not exists cdc.consumer (

@@ -23,7 +23,9 @@ begin
       into q
       from cdc.queue where queue_name = i_queue_name;
     if not found then
-        perform cdc._queue(i_queue_name);
+        perform cdc._queue(i_queue_name);  -- raises QC001 (or QC006 for NULL)
+        return cdc.insert_event(i_queue_name, i_ev_type, i_ev_data,
+                                i_ev_extra1, i_ev_extra2, i_ev_extra3, i_ev_extra4);
     end if;
     if q.queue_disable_insert then
         raise exception using errcode = 'QC008',

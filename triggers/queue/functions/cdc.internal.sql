@@ -22,10 +22,7 @@
 create or replace function cdc._check_name(i_kind text, i_name text)
 returns text as $$
 begin
-    if i_name is null then
-        raise exception using errcode = 'QC005',
-            message = format('%s name must not be NULL', i_kind);
-    end if;
+    perform cdc._require(i_name, i_kind || ' name');
     if octet_length(i_name) = 0 or octet_length(i_name) > 63 then
         raise exception using errcode = 'QC005',
             message = format('%s name %L is %s bytes long; it must be 1 to 63 bytes',

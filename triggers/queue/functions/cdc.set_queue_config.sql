@@ -48,8 +48,8 @@ begin
             end if;
         elsif param in ('ticker_max_lag', 'ticker_idle_period', 'rotation_period') then
             ivalue := i_param_value::interval;
-            if ivalue is null or ivalue <= interval '0' then
-                raise exception 'must be a positive interval';
+            if ivalue is null or ivalue <= interval '0' or not isfinite(ivalue) then
+                raise exception 'must be a positive, finite interval';
             end if;
         else
             bvalue := i_param_value::boolean;
