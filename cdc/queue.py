@@ -27,6 +27,9 @@ from psycopg.rows import class_row
 from cdc import errors, sqlfiles
 
 DEFAULT_CHUNK_SIZE = 5000
+# The batch query sorts by ev_id; with PostgreSQL's default work_mem (4MB) the sort of a large
+# batch spills to disk. Reading sets this for the batch's transaction.
+DEFAULT_WORK_MEM = "128MB"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +153,17 @@ class Producer:
 class Batch:
     """An open batch of one consumer. Read it with ``chunks()`` or ``events()``."""
 
-    def __init__(self, conn: psycopg.Connection, info: BatchInfo, chunk_size: int) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        info: BatchInfo,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        work_mem: str | None = DEFAULT_WORK_MEM,
+    ) -> None:
         self.conn = conn
         self.info = info
         self.chunk_size = chunk_size
+        self.work_mem = work_mem
 
     @property
     def batch_id(self) -> int:
@@ -163,7 +173,8 @@ class Batch:
         """The batch's events in ev_id order, at most ``chunk_size`` at a time.
 
         Reads through a server-side cursor inside a transaction (a savepoint when one is
-        open already), so memory stays bounded whatever the batch's size.
+        open already), so memory stays bounded whatever the batch's size. The consumer's
+        ``work_mem`` applies to the transaction, so that the server sorts the batch in memory.
         """
         name = f"cdc_batch_{self.batch_id}"
         fetch = sql.SQL("fetch {} from {}").format(
@@ -171,6 +182,10 @@ class Batch:
         )
         try:
             with self.conn.transaction():
+                if self.work_mem:
+                    self.conn.execute(
+                        "select pg_catalog.set_config('work_mem', %s, true)", (self.work_mem,)
+                    )
                 _call(self.conn, "open_batch_cursor", batch_id=self.batch_id, cursor=name)
                 cur = self.conn.cursor(row_factory=class_row(Event))
                 while rows := cur.execute(fetch).fetchall():
@@ -218,6 +233,7 @@ class Consumer:
         queue: str,
         name: str,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        work_mem: str | None = DEFAULT_WORK_MEM,
     ) -> None:
         if chunk_size < 1:
             raise errors.ConfigError(f"chunk_size must be 1 or more, not {chunk_size}")
@@ -225,6 +241,7 @@ class Consumer:
         self.queue = queue
         self.name = name
         self.chunk_size = chunk_size
+        self.work_mem = work_mem
 
     def register(self) -> bool:
         """Subscribe at the queue's latest tick; False if registered already."""
@@ -268,7 +285,7 @@ class Consumer:
             raise errors.translate(exc) from exc
         if info is None or info.batch_id is None:
             return None
-        return Batch(self.conn, info, self.chunk_size)
+        return Batch(self.conn, info, self.chunk_size, self.work_mem)
 
     @contextmanager
     def batch(

@@ -525,3 +525,15 @@ def test_info_functions(conn, queue):
         conn.execute("select cdc.version()").fetchone()[0]
         == conn.execute("select inst_version from cdc.installed").fetchone()[0]
     )
+
+
+def test_reading_raises_work_mem_for_the_batch_transaction_only(conn, queue):
+    """Batch reads sort in memory: work_mem is raised in the batch's transaction, then restored."""
+    c = Consumer(conn, "q", "c", work_mem="96MB")
+    c.register()
+    Producer(conn, "q").insert("I", "x")
+    tick(conn)
+    with c.batch() as batch:
+        for _ in batch.chunks():
+            assert conn.execute("show work_mem").fetchone()[0] == "96MB"
+    assert conn.execute("show work_mem").fetchone()[0] != "96MB"
