@@ -82,6 +82,30 @@ class WrongIsolation(QueueError):
     sqlstate = "QC012"
 
 
+class NoPrimaryKey(QueueError):
+    """The table to capture has no primary key and no --pkey was given."""
+
+    sqlstate = "QC020"
+
+
+class UnknownColumn(QueueError):
+    sqlstate = "QC021"
+
+
+class ChangeDenied(QueueError):
+    """A change to a table captured with deny."""
+
+    sqlstate = "QC022"
+
+
+class NotCaptured(QueueError):
+    sqlstate = "QC023"
+
+
+class InvalidExpression(ConfigError):
+    """A --when / --extra / --ev-type expression failed its checks."""
+
+
 _BY_SQLSTATE: dict[str, type[QueueError]] = {
     cls.sqlstate: cls for cls in QueueError.__subclasses__() if cls.sqlstate
 }

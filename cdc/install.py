@@ -30,7 +30,7 @@ def installed_version(conn: psycopg.Connection) -> str | None:
 
 def install(dsn: str) -> str:
     """Install or upgrade the engine; returns the installed version."""
-    script = sqlfiles.expand("queue/install.sql")
+    script = sqlfiles.expand("install.sql")
     with psycopg.connect(dsn) as conn:
         conn.add_notice_handler(_log_notice)
         try:

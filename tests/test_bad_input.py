@@ -228,6 +228,8 @@ ARGS: dict[str, tuple[str, Callable[[World], object]]] = {
     "secs": ("integer", lambda w: 10),
     "ts": ("timestamptz", lambda w: dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)),
     "reason": ("text", lambda w: "broken"),
+    "tbl": ("regclass", lambda w: "cdc.tick"),
+    "opts": ("jsonb", lambda w: '{"format": "json"}'),
 }
 
 NAME_NULL = (errors.InvalidArgument, "name must not be NULL")
@@ -296,6 +298,13 @@ NULL_CASES: list[tuple[str, tuple[str, ...], str, type[errors.QueueError], str]]
     ("get_consumer_info", ("q", "c"), "q", *arg_null("queue name")),
     ("get_consumer_info", ("q", "c"), "c", *arg_null("consumer name")),
     ("get_batch_info", ("b",), "b", *arg_null("batch id")),
+    ("capture_sql", ("tbl", "q", "opts"), "tbl", *arg_null("table")),
+    ("capture_sql", ("tbl", "q", "opts"), "q", *arg_null("queue name")),
+    ("capture_sql", ("tbl", "q", "opts"), "opts", *arg_null("options")),
+    ("attach", ("tbl", "q", "opts"), "tbl", *arg_null("table")),
+    ("attach", ("tbl", "q", "opts"), "q", *arg_null("queue name")),
+    ("attach", ("tbl", "q", "opts"), "opts", *arg_null("options")),
+    ("detach", ("tbl", "q"), "tbl", *arg_null("table")),
 ]
 
 

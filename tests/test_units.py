@@ -30,10 +30,11 @@ def test_sqlstates_are_unique_and_all_documented():
     """Every QC code raised in the SQL has a class, and no two classes share a code."""
     codes = [c.sqlstate for c in errors.QueueError.__subclasses__()]
     assert len(codes) == len(set(codes))
-    root = files("cdc.triggers").joinpath("queue")
+    assert "QC020" in codes
     raised = set()
-    for path in root.joinpath("functions").iterdir():
-        raised |= set(re.findall(r"errcode = '(QC\d{3})'", path.read_text()))
+    for part in ("queue", "capture"):
+        for path in files("cdc.triggers").joinpath(part, "functions").iterdir():
+            raised |= set(re.findall(r"errcode = '+(QC\d{3})'", path.read_text()))
     assert raised <= set(codes)
 
 

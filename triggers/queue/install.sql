@@ -26,5 +26,3 @@
 \ir functions/cdc.ticker.sql
 \ir functions/cdc.maint.sql
 \ir functions/cdc.info.sql
-\ir roles.sql
-\ir grants.sql

@@ -1,0 +1,385 @@
+-- The trigger generator: from a table, a queue and options, the SQL of one trigger function
+-- specialised to the table's columns, and of the triggers that call it. Runs inside
+-- PostgreSQL so that an event trigger can regenerate a trigger in the transaction of the
+-- ALTER TABLE that changed the table.
+--
+-- Options (jsonb, as written by cdc.capture in Python):
+--   format      'json' | 'urlenc' | 'sql'
+--   ignore      [column, ...]    columns left out of the events
+--   pkey        [column, ...]    key columns, instead of the primary key
+--   backup      bool             old row in ev_extra2 on UPDATE (json, urlenc)
+--   when        expr             boolean; false skips the event
+--   extra1..4   expr             ev_extra1..4 instead of the defaults
+--   ev_type     expr             ev_type instead of the format's
+--   skip        bool             BEFORE trigger: queue the event, skip the row change
+--   deny        bool             BEFORE trigger: refuse the change
+-- Expressions come checked and rewritten: a column of "the row" is "__cdc_row"."col" (NEW,
+-- or OLD on DELETE), and NEW."col" / OLD."col" as written.
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_columns(table, ignore)
+--
+--      The table's live columns in attnum order, without the ignored ones.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_columns(
+    i_table regclass, i_ignore text[],
+    out attnum smallint, out attname text, out atttypid oid)
+returns setof record as $$
+    select a.attnum, a.attname::text, a.atttypid
+      from pg_attribute a
+     where a.attrelid = i_table and a.attnum > 0 and not a.attisdropped
+       and a.attname <> all (coalesce(i_ignore, '{}'))
+     order by a.attnum;
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_signature(table)
+--
+--      The column signature a trigger is generated for: name and type of every live column,
+--      in order. A table whose signature changed has a stale trigger.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_signature(i_table regclass)
+returns text as $$
+    select coalesce(string_agg(format('%s %s', quote_ident(attname), format_type(atttypid, null)),
+                               ', ' order by attnum), '')
+      from cdc._cap_columns(i_table, null);
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_pkey(table, pkey)
+--
+--      The key columns: the given ones (each must exist), else the primary key in index
+--      order. QC020 for a table without either.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_pkey(i_table regclass, i_pkey text[])
+returns text[] as $$
+declare
+    cols    text[];
+    missing text;
+begin
+    if i_pkey is not null and cardinality(i_pkey) > 0 then
+        select string_agg(quote_ident(k), ', ') into missing
+          from unnest(i_pkey) k
+         where not exists (select 1 from cdc._cap_columns(i_table, null) c where c.attname = k);
+        if missing is not null then
+            raise exception using errcode = 'QC021',
+                message = format('pkey names columns that %s does not have: %s', i_table, missing);
+        end if;
+        return i_pkey;
+    end if;
+    select array_agg(a.attname::text order by k.ord) into cols
+      from pg_index i
+      cross join lateral unnest(i.indkey) with ordinality as k(attnum, ord)
+      join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+     where i.indrelid = i_table and i.indisprimary;
+    if cols is null then
+        raise exception using errcode = 'QC020',
+            message = format('table %s has no primary key', i_table),
+            hint = 'give the key columns with --pkey col1,col2 (cdc attach), or add a primary key';
+    end if;
+    return cols;
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_row_payload(format, var, table, ignore)
+--
+--      Expression for a whole row in json or urlenc form (ev_data, or the backup).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_row_payload(
+    i_format text, i_var text, i_table regclass, i_ignore text[])
+returns text as $$
+declare
+    parts text[];
+begin
+    if i_format = 'json' then
+        select array_agg(format('%L || %s', to_json(attname)::text || ':',
+                                cdc._cap_json_value(i_var, attname, atttypid)) order by attnum)
+          into parts from cdc._cap_columns(i_table, i_ignore);
+        return format('''{'' || %s || ''}''',
+                      coalesce(array_to_string(parts, ' || '','' || '), ''''''));
+    end if;
+    select array_agg(cdc._cap_urlenc_pair(i_var, attname, atttypid) order by attnum)
+      into parts from cdc._cap_columns(i_table, i_ignore);
+    return coalesce(array_to_string(parts, ' || ''&'' || '), '''''');
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_sql_payload(op, table, ignore, pkey)
+--
+--      sqltriga's ev_data: I "(cols) values (vals)", U "col=val,... where key=val and ...",
+--      D "key=val and ...". Key values come from OLD for U and D.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_sql_payload(
+    i_op text, i_table regclass, i_ignore text[], i_pkey text[])
+returns text as $$
+declare
+    cols   text;
+    vals   text;
+    sets   text;
+    keys   text;
+begin
+    select array_to_string(array_agg(format('%L', cdc._cap_sql_ident(k)) || ' || ''='' || '
+                                     || cdc._cap_sql_value('OLD', k, c.atttypid) order by ord),
+                           ' || '' and '' || ')
+      into keys
+      from unnest(i_pkey) with ordinality as p(k, ord)
+      join cdc._cap_columns(i_table, null) c on c.attname = p.k;
+    if i_op = 'D' then
+        return keys;
+    end if;
+    if i_op = 'I' then
+        select string_agg(cdc._cap_sql_ident(attname), ',' order by attnum),
+               array_to_string(array_agg(cdc._cap_sql_value('NEW', attname, atttypid) order by attnum),
+                               ' || '','' || ')
+          into cols, vals
+          from cdc._cap_columns(i_table, i_ignore);
+        return format('%L || %s || '')''', '(' || cols || ') values (', vals);
+    end if;
+    select array_to_string(array_agg(
+               format('case when %s is distinct from %s then %L || %s end',
+                      cdc._cap_text_expr('NEW', attname, atttypid),
+                      cdc._cap_text_expr('OLD', attname, atttypid),
+                      cdc._cap_sql_ident(attname) || '=',
+                      cdc._cap_sql_value('NEW', attname, atttypid, 'NULL')) order by attnum), ', ')
+      into sets
+      from cdc._cap_columns(i_table, i_ignore);
+    -- An UPDATE that changed nothing still says which row: the key set to itself.
+    select array_to_string(array_agg(format('%L || %s', cdc._cap_sql_ident(k) || '=',
+                                            cdc._cap_sql_value('NEW', k, c.atttypid, 'NULL'))
+                                     order by ord), ' || '','' || ')
+      into cols
+      from unnest(i_pkey) with ordinality as p(k, ord)
+      join cdc._cap_columns(i_table, null) c on c.attname = p.k;
+    return format('coalesce(nullif(concat_ws('','', %s), ''''), %s) || '' where '' || %s',
+                  sets, cols, keys);
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_ev_type(format, op, table, pkey)
+--
+--      The constant ev_type of a format for an operation (INSERT, UPDATE, DELETE, TRUNCATE).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_ev_type(
+    i_format text, i_op text, i_schema text, i_name text, i_pkey text[])
+returns text as $$
+    select case i_format
+        when 'json' then format('{"op":%s,"table":[%s,%s],"pkey":%s}',
+                                to_json(i_op), to_json(i_schema), to_json(i_name),
+                                coalesce(array_to_json(i_pkey)::text, '[]'))
+        when 'urlenc' then case when i_op = 'TRUNCATE' then 'R'
+                                else left(i_op, 1) || ':' || array_to_string(i_pkey, ',') end
+        else case when i_op = 'TRUNCATE' then 'R' else left(i_op, 1) end
+    end;
+$$ language sql immutable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_rowexpr(expr, var)
+--
+--      A checked option expression with "the row" bound to NEW or OLD.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_rowexpr(i_expr text, i_var text)
+returns text as $$
+    select replace(i_expr, '"__cdc_row".', i_var || '.');
+$$ language sql immutable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_insert(queue, op, var, table, options, pkey, data)
+--
+--      One event's INSERT statement in the generated function: ev_type, ev_extra1..4 from
+--      the options or the format's defaults, and the queue's current table looked up in the
+--      same statement.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_insert(
+    q cdc.queue, i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
+    i_data text, i_backup text)
+returns text as $$
+declare
+    fmt   text := i_opts ->> 'format';
+    nsp   text;
+    rel   text;
+    extra text[] := array[null, null, null, null];
+begin
+    select n.nspname, c.relname into nsp, rel
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = i_table;
+    for k in 1 .. 4 loop
+        if i_opts ? ('extra' || k) then
+            extra[k] := cdc._cap_rowexpr(i_opts ->> ('extra' || k), i_var);
+        end if;
+    end loop;
+    return format(
+        'insert into cdc.event (ev_id, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4, ev_part)'
+        || E'\n            select nextval(%L::regclass), %s, %s, %s, %s, %s, %s, queue_id * 1000 + queue_cur_table'
+        || E'\n              from cdc.queue where queue_id = %s;',
+        q.queue_event_seq,
+        coalesce(cdc._cap_rowexpr(i_opts ->> 'ev_type', i_var),
+                 quote_literal(cdc._cap_ev_type(fmt, i_op, nsp, rel, i_pkey))),
+        i_data,
+        coalesce(extra[1], quote_literal(nsp || '.' || rel)),
+        coalesce(extra[2], i_backup, 'null'),
+        coalesce(extra[3], 'null'),
+        coalesce(extra[4], 'null'),
+        q.queue_id);
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_names(table, queue)
+--
+--      Names of the generated function (schema cdc) and of the row and truncate triggers.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_names(
+    i_table regclass, q cdc.queue,
+    out func text, out row_trigger text, out truncate_trigger text)
+as $$
+    select format('_cap_%s_%s', i_table::oid, q.queue_id),
+           format('cdc_capture_%s', q.queue_id),
+           format('cdc_capture_%s_truncate', q.queue_id);
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.capture_sql(table, queue, options)
+--
+--      The SQL that attaches capture to a table: the trigger function, then the row trigger
+--      (AFTER, or BEFORE with skip or deny) and the statement-level TRUNCATE trigger. Runs
+--      nothing; cdc.attach() runs it.
+--
+-- Returns:
+--      SQL text.
+-- ----------------------------------------------------------------------
+create or replace function cdc.capture_sql(i_table regclass, i_queue_name text, i_opts jsonb)
+returns text as $$
+declare
+    q        cdc.queue;
+    fmt      text := coalesce(i_opts ->> 'format', 'json');
+    ignore   text[] := array(select jsonb_array_elements_text(coalesce(i_opts -> 'ignore', '[]')));
+    pkey     text[];
+    names    record;
+    nsp      text;
+    rel      text;
+    body     text;
+    whenexpr text;
+    keychg   text;
+    payload  text;
+    del_data text;
+    upd_data text;
+    backup   text;
+    before   boolean := coalesce((i_opts ->> 'skip')::boolean, false)
+                        or coalesce((i_opts ->> 'deny')::boolean, false);
+begin
+    perform cdc._require(i_table, 'table');
+    q := cdc._queue(i_queue_name);
+    perform cdc._require(i_opts, 'options');
+    if fmt not in ('json', 'urlenc', 'sql') then
+        raise exception using errcode = 'QC006',
+            message = format('unknown format %L: use json, urlenc or sql', fmt);
+    end if;
+    select n.nspname, c.relname into nsp, rel
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = i_table;
+    pkey := cdc._cap_pkey(i_table, array(select jsonb_array_elements_text(i_opts -> 'pkey')));
+    select * into names from cdc._cap_names(i_table, q);
+
+    select string_agg(format('%s is distinct from %s',
+                             cdc._cap_text_expr('NEW', k, c.atttypid),
+                             cdc._cap_text_expr('OLD', k, c.atttypid)), ' or ')
+      into keychg
+      from unnest(pkey) k join cdc._cap_columns(i_table, null) c on c.attname = k;
+
+    if fmt = 'sql' then
+        payload := cdc._cap_sql_payload('I', i_table, ignore, pkey);
+        upd_data := cdc._cap_sql_payload('U', i_table, ignore, pkey);
+        del_data := cdc._cap_sql_payload('D', i_table, ignore, pkey);
+    else
+        payload := cdc._cap_row_payload(fmt, 'NEW', i_table, ignore);
+        upd_data := payload;
+        del_data := cdc._cap_row_payload(fmt, 'OLD', i_table, ignore);
+        if coalesce((i_opts ->> 'backup')::boolean, false) then
+            backup := cdc._cap_row_payload(fmt, 'OLD', i_table, ignore);
+        end if;
+    end if;
+
+    body := format(E'-- Generated by cdc.attach: %s into queue %L, options %s.\n'
+                   || E'-- Do not edit: `cdc attach` regenerates it.\n'
+                   || E'begin\n'
+                   || E'    if current_setting(''session_replication_role'') = ''local'' then\n'
+                   || E'        return %s;\n'
+                   || E'    end if;\n',
+                   i_table, i_queue_name, i_opts, case when before then 'coalesce(NEW, OLD)' else 'null' end);
+    if coalesce((i_opts ->> 'deny')::boolean, false) then
+        body := body || format(
+            E'    raise exception using errcode = ''QC022'',\n'
+            || E'        message = format(''%%s on %%s is denied: the table is captured with deny'', TG_OP, %L);\n'
+            || E'end;\n', nsp || '.' || rel);
+        return cdc._cap_ddl(i_table, names.func, names.row_trigger, names.truncate_trigger, body, true);
+    end if;
+    whenexpr := i_opts ->> 'when';
+    body := body || E'    if TG_OP = ''INSERT'' then\n';
+    if whenexpr is not null then
+        body := body || format(E'        if not coalesce(%s, false) then return %s; end if;\n',
+                               cdc._cap_rowexpr(whenexpr, 'NEW'), case when before then 'NEW' else 'null' end);
+    end if;
+    body := body || '        ' || cdc._cap_insert(q, 'INSERT', 'NEW', i_table, i_opts, pkey, payload, null) || E'\n'
+                 || E'    elsif TG_OP = ''UPDATE'' then\n';
+    if whenexpr is not null then
+        body := body || format(E'        if not coalesce(%s, false) then return %s; end if;\n',
+                               cdc._cap_rowexpr(whenexpr, 'NEW'), case when before then 'NEW' else 'null' end);
+    end if;
+    body := body || format(E'        if %s then\n', keychg)
+                 || E'            -- the key changed: a delete of the old key, then an insert of the new row\n'
+                 || '            ' || cdc._cap_insert(q, 'DELETE', 'OLD', i_table, i_opts, pkey, del_data, null) || E'\n'
+                 || '            ' || cdc._cap_insert(q, 'INSERT', 'NEW', i_table, i_opts, pkey, payload, null) || E'\n'
+                 || E'        else\n'
+                 || '            ' || cdc._cap_insert(q, 'UPDATE', 'NEW', i_table, i_opts, pkey, upd_data, backup) || E'\n'
+                 || E'        end if;\n'
+                 || E'    elsif TG_OP = ''DELETE'' then\n';
+    if whenexpr is not null then
+        body := body || format(E'        if not coalesce(%s, false) then return %s; end if;\n',
+                               cdc._cap_rowexpr(whenexpr, 'OLD'), case when before then 'OLD' else 'null' end);
+    end if;
+    body := body || '        ' || cdc._cap_insert(q, 'DELETE', 'OLD', i_table, i_opts, pkey, del_data, null) || E'\n'
+                 || E'    elsif TG_OP = ''TRUNCATE'' then\n'
+                 || '        ' || cdc._cap_insert(q, 'TRUNCATE', 'NEW', i_table, i_opts - 'extra1' - 'extra2' - 'extra3' - 'extra4' - 'ev_type', pkey,
+                                                 case when fmt = 'json' then quote_literal('{}') else quote_literal('') end, null) || E'\n'
+                 || E'    end if;\n'
+                 || E'    return null;  -- AFTER: ignored; BEFORE with skip: the row change is skipped\n'
+                 || E'end;\n';
+    return cdc._cap_ddl(i_table, names.func, names.row_trigger, names.truncate_trigger, body, before);
+end;
+$$ language plpgsql stable security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_ddl(table, names, body, before)
+--
+--      The function and trigger DDL around a generated body.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_ddl(
+    i_table regclass, i_func text, i_row_trigger text, i_truncate_trigger text,
+    i_body text, i_before boolean)
+returns text as $$
+    select format(
+        E'create or replace function cdc.%I() returns trigger\n'
+        || E'language plpgsql security definer set search_path = pg_catalog, pg_temp as $cdc$\n%s$cdc$;\n'
+        || E'drop trigger if exists %I on %s;\n'
+        || E'drop trigger if exists %I on %s;\n'
+        || E'create trigger %I %s insert or update or delete on %s\n'
+        || E'    for each row execute function cdc.%I();\n'
+        || E'create trigger %I %s truncate on %s\n'
+        || E'    for each statement execute function cdc.%I();\n',
+        i_func, i_body,
+        i_row_trigger, i_table, i_truncate_trigger, i_table,
+        i_row_trigger, case when i_before then 'before' else 'after' end, i_table, i_func,
+        i_truncate_trigger, case when i_before then 'before' else 'after' end, i_table, i_func);
+$$ language sql stable;

@@ -1,0 +1,130 @@
+-- How one column's value is written in each payload format: each function returns the SQL
+-- expression text (over a row variable such as NEW or OLD) that the generated trigger uses,
+-- so the per-type decisions are taken once, when the trigger is generated.
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_field(var, column)
+--
+--      A row variable's field, always double-quoted: NEW."by" works where NEW.by does not.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_field(i_var text, i_col text)
+returns text as $$
+    select i_var || '."' || replace(i_col, '"', '""') || '"';
+$$ language sql immutable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_text_expr(var, column, type)
+--
+--      Expression for a value's text output (its type's output function), NULL for NULL.
+--      A plain ::text cast is used where it gives the same text; types with their own cast
+--      to text that differs from the output (bool 'true' vs 't', inet's /32, char(n)'s
+--      padding) go through format('%s'), which calls the output function.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_text_expr(i_var text, i_col text, i_type oid)
+returns text as $$
+declare
+    base oid := coalesce(nullif((select typbasetype from pg_type where oid = i_type), 0), i_type);
+begin
+    if base = 'text'::regtype or base = 'varchar'::regtype then
+        return cdc._cap_field(i_var, i_col) || '::text';
+    end if;
+    if exists (select 1 from pg_cast
+                where castsource = base and casttarget = 'text'::regtype and castmethod = 'f') then
+        return format('case when %1$s is not null then format(''%%s'', %1$s) end',
+                      cdc._cap_field(i_var, i_col));
+    end if;
+    return cdc._cap_field(i_var, i_col) || '::text';
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_json_value(var, column, type)
+--
+--      JSON value of a column, as jsontriga writes it: int2/int4/int8 as bare numbers, bool
+--      as true/false, timestamp / timestamptz / date in ISO form as JSON strings (timestamptz
+--      in the session TimeZone), NULL as null, and every other type as a JSON string of its
+--      text output.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_json_value(i_var text, i_col text, i_type oid)
+returns text as $$
+begin
+    if i_type in ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) then
+        return format('coalesce(%s::text, ''null'')', cdc._cap_field(i_var, i_col));
+    elsif i_type = 'bool'::regtype then
+        return format('coalesce(%s::text, ''null'')', cdc._cap_field(i_var, i_col));
+    elsif i_type in ('timestamp'::regtype, 'timestamptz'::regtype, 'date'::regtype) then
+        return format('coalesce(to_json(%s)::text, ''null'')', cdc._cap_field(i_var, i_col));
+    end if;
+    return format('coalesce(to_json(%s)::text, ''null'')', cdc._cap_text_expr(i_var, i_col, i_type));
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._urlenc(text)
+--
+--      URL encoding as logutriga writes it: A-Z a-z 0-9 _ . - stay, space becomes +, every
+--      other byte (in the database encoding) becomes %xx with lowercase hex. NULL in, NULL out.
+-- ----------------------------------------------------------------------
+create or replace function cdc._urlenc(i_value text)
+returns text as $$
+    select case
+        when i_value is null or i_value ~ '^[A-Za-z0-9_.-]*$' then i_value
+        else (select string_agg(
+                  case when b between 48 and 57 or b between 65 and 90 or b between 97 and 122
+                            or b in (45, 46, 95) then chr(b)
+                       when b = 32 then '+'
+                       else '%' || lpad(to_hex(b), 2, '0') end, '' order by i)
+                from (select i, get_byte(x, i) as b
+                        from (select convert_to(i_value, getdatabaseencoding()) as x) s,
+                             generate_series(0, length(x) - 1) i) bytes)
+    end;
+$$ language sql immutable parallel safe set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_urlenc_pair(var, column, type)
+--
+--      "col=value" as logutriga writes it: the encoded name, and the encoded text output;
+--      bool as t/f; NULL as the bare name (no '='); '' as "col=".
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_urlenc_pair(i_var text, i_col text, i_type oid)
+returns text as $$
+declare
+    key text := cdc._urlenc(i_col);
+begin
+    return format('case when %s is null then %L else %L || cdc._urlenc(%s) end',
+                  cdc._cap_field(i_var, i_col), key, key || '=', cdc._cap_text_expr(i_var, i_col, i_type));
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_sql_value(var, column, type, null_word)
+--
+--      A value as sqltriga writes it: a quoted literal of its text output (E'' with doubled
+--      backslashes when it holds a backslash, as quote_literal does). NULL is written as
+--      null_word: sqltriga writes null in INSERT values and NULL in UPDATE assignments.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_sql_value(
+    i_var text, i_col text, i_type oid, i_null_word text default 'null')
+returns text as $$
+begin
+    return format('coalesce(quote_literal(%s), %L)', cdc._cap_text_expr(i_var, i_col, i_type), i_null_word);
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_sql_ident(name)
+--
+--      An identifier as sqltriga writes it: bare when it is a plain lower-case name that is not
+--      a keyword, double-quoted otherwise (quote_ident's rule).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_sql_ident(i_name text)
+returns text as $$
+    select quote_ident(i_name);
+$$ language sql immutable set search_path = pg_catalog, pg_temp;

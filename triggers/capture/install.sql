@@ -1,0 +1,5 @@
+-- Capture: the trigger generator and the attach / detach functions.
+\ir tables.sql
+\ir functions/cdc.capture_values.sql
+\ir functions/cdc.capture_generate.sql
+\ir functions/cdc.attach.sql
