@@ -41,6 +41,30 @@ $$ language plpgsql stable;
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc._cap_changed(column, type)
+--
+--      Expression that is true when a column's value differs between OLD and NEW, decided as
+--      PgQ decides it: with the type's default equality (and the column's collation) where the
+--      type has one and is not an array; by comparing the text outputs otherwise (arrays,
+--      json, ...). NULL to NULL is unchanged, NULL to a value changed.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_changed(i_col text, i_type oid)
+returns text as $$
+declare
+    base oid := coalesce(nullif((select typbasetype from pg_type where oid = i_type), 0), i_type);
+begin
+    if (select typcategory <> 'A' from pg_type where oid = base)
+       and exists (select 1 from pg_opclass c join pg_am m on m.oid = c.opcmethod
+                    where c.opcintype = base and c.opcdefault and m.amname = 'btree') then
+        return format('%s is distinct from %s', cdc._cap_field('NEW', i_col), cdc._cap_field('OLD', i_col));
+    end if;
+    return format('%s is distinct from %s', cdc._cap_text_expr('NEW', i_col, i_type),
+                  cdc._cap_text_expr('OLD', i_col, i_type));
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc._cap_json_value(var, column, type)
 --
 --      JSON value of a column, as jsontriga writes it: int2/int4/int8 as bare numbers, bool
