@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
-from cdc import __version__, errors, install
+from cdc import __version__, capture, errors, install
 from cdc.queue import Queue
 from cdc.ticker import Ticker, TickerSettings
 
@@ -55,6 +55,69 @@ def cmd_queue(args: argparse.Namespace) -> int:
             info = queue.info()
             print(json.dumps(info, default=str, indent=2))
     return 0
+
+
+def _extras(items: list[str]) -> dict[int, str]:
+    extras: dict[int, str] = {}
+    for item in items:
+        number, sep, expr = item.partition("=")
+        if not sep or number.strip() not in ("1", "2", "3", "4") or not expr.strip():
+            raise errors.ConfigError(f"--extra takes N=EXPR with N from 1 to 4, not {item!r}")
+        extras[int(number)] = expr
+    return extras
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip()) if text else ()
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    opts = capture.CaptureOptions(
+        queue=args.queue,
+        format=args.format,
+        ignore=_names(args.ignore),
+        pkey=_names(args.pkey),
+        backup=args.backup,
+        when=args.when,
+        extra=_extras(args.extra),
+        ev_type=args.ev_type,
+        skip=args.skip,
+        deny=args.deny,
+        mode=args.mode,
+    )
+    with psycopg.connect(_dsn(args)) as conn:
+        if args.print:
+            print(capture.generated_sql(conn, args.table, opts))
+            return 0
+        capture.attach(conn, args.table, opts)
+    print(f"{args.table} captured into queue {args.queue!r} ({args.format})")
+    return 0
+
+
+def cmd_detach(args: argparse.Namespace) -> int:
+    with psycopg.connect(_dsn(args)) as conn:
+        n = capture.detach(conn, args.table, args.queue)
+    print(f"{args.table}: {n} capture(s) removed")
+    return 0
+
+
+def cmd_triggers(args: argparse.Namespace) -> int:
+    with psycopg.connect(_dsn(args)) as conn:
+        rows = capture.captures(conn)
+    if args.json:
+        print(json.dumps(rows, default=str, indent=2))
+        return 0
+    if not rows:
+        print("no table is captured")
+        return 0
+    width = max(len(r["table_name"]) for r in rows)
+    for r in rows:
+        state = "current" if r["current"] else "STALE: run cdc attach again"
+        opts = {k: v for k, v in r["options"].items() if k != "format"}
+        print(
+            f"{r['table_name']:<{width}}  {r['queue_name']}  {r['format']:<6}  {state}  {json.dumps(opts)}"
+        )
+    return 0 if all(r["current"] for r in rows) else 1
 
 
 def cmd_ticker(args: argparse.Namespace) -> int:
@@ -105,6 +168,37 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("name", help="queue name")
     sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
     sp.add_argument("--force", action="store_true", help="drop even with consumers")
+
+    sp = add("attach", cmd_attach, "capture a table's changes into a queue (generated triggers)")
+    sp.add_argument("table", help="SCHEMA.TABLE")
+    sp.add_argument("--queue", required=True, help="queue to write events to")
+    sp.add_argument("--format", choices=["json", "urlenc", "sql"], default="json")
+    sp.add_argument("--ignore", help="columns left out of events: c1,c2")
+    sp.add_argument("--pkey", help="key columns instead of the primary key: c1,c2")
+    sp.add_argument("--backup", action="store_true", help="old row in ev_extra2 on UPDATE")
+    sp.add_argument("--when", help="boolean expression; false skips the event")
+    sp.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="N=EXPR",
+        help="ev_extraN from an expression (N 1-4); repeat",
+    )
+    sp.add_argument("--ev-type", help="expression for ev_type")
+    sp.add_argument("--skip", action="store_true", help="queue the event, skip the row change")
+    sp.add_argument("--deny", action="store_true", help="refuse changes to the table")
+    sp.add_argument("--mode", choices=["row", "statement"], default="row")
+    sp.add_argument("--print", action="store_true", help="show the generated SQL, run nothing")
+    sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
+
+    sp = add("detach", cmd_detach, "remove capture triggers from a table")
+    sp.add_argument("table", help="SCHEMA.TABLE")
+    sp.add_argument("--queue", help="only this queue's capture (default: all)")
+    sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
+
+    sp = add("triggers", cmd_triggers, "list captured tables; exit 1 when any trigger is stale")
+    sp.add_argument("--json", action="store_true", help="JSON output")
+    sp.add_argument("--dsn", help="database connection string (default: $CDC_DSN)")
 
     sp = add("ticker", cmd_ticker, "tick queues, re-insert retries, rotate tables")
     sp.add_argument("--dsn", action="append", help="a database to serve; repeat for several")

@@ -75,3 +75,23 @@ select * from cdc.get_queue_info();
 
 -- name: consumer_info
 select * from cdc.get_consumer_info(%(queue)s);
+
+-- name: describe_table
+select c.oid::bigint,
+       array(select a.attname::text from pg_attribute a
+              where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+              order by a.attnum)
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+ where n.nspname = %(schema)s and c.relname = %(name)s and c.relkind in ('r', 'p');
+
+-- name: attach
+select cdc.attach(%(table)s::oid::regclass, %(queue)s, %(options)s::jsonb);
+
+-- name: capture_sql
+select cdc.capture_sql(%(table)s::oid::regclass, %(queue)s, %(options)s::jsonb);
+
+-- name: detach
+select cdc.detach(%(table)s::oid::regclass, %(queue)s);
+
+-- name: capture_info
+select * from cdc.get_capture_info();

@@ -1,0 +1,247 @@
+"""Attaching capture triggers to tables: options, expression checks, attach / detach / list.
+
+The trigger code itself is generated inside PostgreSQL (``cdc.capture_sql``), so that an event
+trigger can regenerate it when the table changes. This module checks what a user gives before
+any DDL runs:
+
+- every option names real columns;
+- ``when`` / ``extra`` / ``ev_type`` expressions are parsed with sqlglot: exactly one
+  expression, no subquery, only the table's columns, bare (the row: NEW, or OLD on DELETE)
+  or as ``NEW.col`` / ``OLD.col``;
+- the server then type-checks them against the table (``when`` must be boolean).
+
+Expressions are stored rewritten: a bare column becomes ``"__cdc_row"."col"``, which the
+generator binds to NEW or OLD.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import psycopg
+import sqlglot
+from psycopg import sql
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from cdc import errors, sqlfiles
+
+Format = Literal["json", "urlenc", "sql"]
+Mode = Literal["row", "statement"]
+ROW_ALIAS = "__cdc_row"
+BOOL_OID = 16
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """What ``cdc attach`` takes, with PgQ's meaning."""
+
+    queue: str
+    format: Format = "json"
+    ignore: tuple[str, ...] = ()
+    pkey: tuple[str, ...] = ()
+    backup: bool = False
+    when: str | None = None
+    extra: dict[int, str] = field(default_factory=dict)
+    ev_type: str | None = None
+    skip: bool = False
+    deny: bool = False
+    mode: Mode = "row"
+
+    def __post_init__(self) -> None:
+        if self.format not in ("json", "urlenc", "sql"):
+            raise errors.ConfigError(f"format must be json, urlenc or sql, not {self.format!r}")
+        if self.mode not in ("row", "statement"):
+            raise errors.ConfigError(f"mode must be row or statement, not {self.mode!r}")
+        if self.mode == "statement":
+            raise errors.ConfigError("mode 'statement' is not available yet: use mode 'row'")
+        bad = [n for n in self.extra if n not in (1, 2, 3, 4)]
+        if bad:
+            raise errors.ConfigError(f"extra fields are numbered 1 to 4, not {bad}")
+        if self.skip and self.deny:
+            raise errors.ConfigError("skip and deny exclude each other: choose one")
+
+
+@dataclass(frozen=True)
+class Table:
+    schema: str
+    name: str
+    oid: int
+    columns: tuple[str, ...]
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+def parse_table_name(text: str) -> tuple[str, str]:
+    """``schema.table`` (or ``table``, meaning public) as written on a command line; quoted
+    parts keep their case, unquoted ones are lower-cased as PostgreSQL does."""
+    try:
+        parsed = sqlglot.parse_one(text, read="postgres", into=exp.Table)
+    except ParseError as exc:
+        raise errors.ConfigError(f"{text!r} is not a table name: {exc}") from exc
+    assert isinstance(parsed, exp.Table)
+
+    def part(ident: exp.Identifier | None, default: str) -> str:
+        if ident is None:
+            return default
+        return ident.name if ident.quoted else ident.name.lower()
+
+    return part(parsed.args.get("db"), "public"), part(parsed.this, "")
+
+
+def describe(conn: psycopg.Connection, table: str) -> Table:
+    """The table's oid and live columns; ConfigError when it does not exist."""
+    schema, name = parse_table_name(table)
+    row = conn.execute(
+        sqlfiles.query("describe_table"), {"schema": schema, "name": name}
+    ).fetchone()
+    if row is None:
+        raise errors.ConfigError(f"table {schema}.{name} does not exist")
+    oid, columns = row
+    return Table(schema, name, oid, tuple(columns))
+
+
+def rewrite_expression(text: str, columns: tuple[str, ...], what: str) -> str:
+    """Check an option expression and rewrite its column references (see module doc)."""
+    try:
+        statements = sqlglot.parse(text, read="postgres")
+    except ParseError as exc:
+        raise errors.InvalidExpression(f"{what}: cannot parse {text!r}: {exc}") from exc
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise errors.InvalidExpression(
+            f"{what}: {text!r} must be one expression, not {len(statements)}"
+        )
+    tree = statements[0]
+    if isinstance(tree, exp.Query | exp.Command | exp.DDL | exp.DML) or tree.find(exp.Query):
+        raise errors.InvalidExpression(
+            f"{what}: {text!r} must be an expression, without subqueries"
+        )
+    unknown: list[str] = []
+    for column in list(tree.find_all(exp.Column)):
+        ident = column.this
+        name = ident.name if ident.quoted else ident.name.lower()
+        qualifier = column.table.upper()
+        if qualifier not in ("", "NEW", "OLD") or column.args.get("db"):
+            raise errors.InvalidExpression(
+                f"{what}: {column.sql(dialect='postgres')} is not allowed: write a column of the "
+                "table, bare (the row) or as NEW.col / OLD.col"
+            )
+        if name not in columns:
+            unknown.append(name)
+            continue
+        row = (
+            exp.to_identifier(ROW_ALIAS, quoted=True)
+            if not qualifier
+            else exp.to_identifier(qualifier)
+        )
+        column.replace(exp.Column(this=exp.to_identifier(name, quoted=True), table=row))
+    if unknown:
+        raise errors.InvalidExpression(
+            f"{what}: unknown column(s) {', '.join(sorted(set(unknown)))} in {text!r}; "
+            f"the table has: {', '.join(columns)}"
+        )
+    return tree.sql(dialect="postgres")
+
+
+def _check_types(conn: psycopg.Connection, table: Table, options: dict[str, Any]) -> None:
+    """Let the server type-check the rewritten expressions against the table's row type."""
+    src = sql.SQL("(select * from {} limit 0)").format(sql.Identifier(table.schema, table.name))
+    rows = sql.SQL("{src} as {row}, {src} as new, {src} as old").format(
+        src=src, row=sql.Identifier(ROW_ALIAS)
+    )
+    checks = [("when", options.get("when"))] + [
+        (key, options.get(key)) for key in ("extra1", "extra2", "extra3", "extra4", "ev_type")
+    ]
+    for key, expr in checks:
+        if expr is None:
+            continue
+        query = sql.SQL("select ({}) from {}").format(sql.SQL(expr), rows)  # expr: checked above
+        try:
+            with conn.transaction():
+                cur = conn.execute(query)
+        except psycopg.Error as exc:
+            raise errors.InvalidExpression(f"{key}: {exc.diag.message_primary}") from exc
+        if key == "when" and cur.description[0].type_code != BOOL_OID:
+            raise errors.InvalidExpression("when: the expression must be boolean (true/false)")
+
+
+def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -> dict[str, Any]:
+    """The options as cdc.attach() takes them, every name and expression checked."""
+    for what, names in (("ignore", opts.ignore), ("pkey", opts.pkey)):
+        missing = [n for n in names if n not in table.columns]
+        if missing:
+            raise errors.ConfigError(
+                f"{what} names columns that {table.qualified} does not have: {', '.join(missing)}"
+            )
+    out: dict[str, Any] = {"format": opts.format}
+    if opts.ignore:
+        out["ignore"] = list(opts.ignore)
+    if opts.pkey:
+        out["pkey"] = list(opts.pkey)
+    for flag in ("backup", "skip", "deny"):
+        if getattr(opts, flag):
+            out[flag] = True
+    if opts.when is not None:
+        out["when"] = rewrite_expression(opts.when, table.columns, "when")
+    for n, text in sorted(opts.extra.items()):
+        out[f"extra{n}"] = f"({rewrite_expression(text, table.columns, f'extra{n}')})::text"
+    if opts.ev_type is not None:
+        out["ev_type"] = f"({rewrite_expression(opts.ev_type, table.columns, 'ev_type')})::text"
+    _check_types(conn, table, out)
+    return out
+
+
+def attach(conn: psycopg.Connection, table: str, opts: CaptureOptions) -> str:
+    """Attach capture (replacing an earlier attach to the same queue); the SQL that ran."""
+    with conn.transaction():
+        t = describe(conn, table)
+        payload = options_json(conn, t, opts)
+        try:
+            return conn.execute(
+                sqlfiles.query("attach"),
+                {"table": t.oid, "queue": opts.queue, "options": json.dumps(payload)},
+            ).fetchone()[0]
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+
+
+def generated_sql(conn: psycopg.Connection, table: str, opts: CaptureOptions) -> str:
+    """What attach would run, without running it."""
+    with conn.transaction():
+        t = describe(conn, table)
+        payload = options_json(conn, t, opts)
+        try:
+            return conn.execute(
+                sqlfiles.query("capture_sql"),
+                {"table": t.oid, "queue": opts.queue, "options": json.dumps(payload)},
+            ).fetchone()[0]
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+
+
+def detach(conn: psycopg.Connection, table: str, queue: str | None = None) -> int:
+    """Remove capture from a table (one queue, or all); how many captures were removed."""
+    with conn.transaction():
+        t = describe(conn, table)
+        try:
+            return conn.execute(
+                sqlfiles.query("detach"), {"table": t.oid, "queue": queue}
+            ).fetchone()[0]
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+
+
+def captures(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """Every capture: table, queue, format, options, and whether its trigger is current."""
+    cur = conn.cursor(row_factory=psycopg.rows.dict_row)
+    return cur.execute(sqlfiles.query("capture_info")).fetchall()
+
+
+def options_dict(opts: CaptureOptions) -> dict[str, Any]:
+    """The options as plain data (for printing)."""
+    return asdict(opts)
