@@ -31,7 +31,8 @@ def events(conn: psycopg.Connection) -> list[tuple[str, str, str | None, str | N
 
 def triggers_on(conn: psycopg.Connection, table: str = "public.t") -> list[str]:
     rows = conn.execute(
-        "select tgname from pg_trigger where tgrelid = %s::regclass and not tgisinternal order by 1",
+        "select tgname from pg_trigger where tgrelid = %s::regclass and not tgisinternal"
+        " order by 1",
         (table,),
     )
     return [r[0] for r in rows]
@@ -140,7 +141,8 @@ def test_bad_options_are_clear_errors_and_leave_nothing(db, opts, exc, fragment)
     assert db.execute("select count(*) from cdc.capture").fetchone()[0] == 0
     assert (
         db.execute(
-            "select count(*) from pg_proc where pronamespace = 'cdc'::regnamespace and proname ~ '^_cap_[0-9]'"
+            "select count(*) from pg_proc"
+            " where pronamespace = 'cdc'::regnamespace and proname ~ '^_cap_[0-9]'"
         ).fetchone()[0]
         == 0
     )
