@@ -114,9 +114,8 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     for r in rows:
         state = "current" if r["current"] else "STALE: run cdc attach again"
         opts = {k: v for k, v in r["options"].items() if k != "format"}
-        print(
-            f"{r['table_name']:<{width}}  {r['queue_name']}  {r['format']:<6}  {state}  {json.dumps(opts)}"
-        )
+        name = r["table_name"]
+        print(f"{name:<{width}}  {r['queue_name']}  {r['format']:<6}  {state}  {json.dumps(opts)}")
     return 0 if all(r["current"] for r in rows) else 1
 
 
