@@ -102,6 +102,12 @@ class NotCaptured(QueueError):
     sqlstate = "QC023"
 
 
+class CaptureBroken(QueueError):
+    """A change to a captured table would break its capture options (the DDL is refused)."""
+
+    sqlstate = "QC024"
+
+
 class InvalidExpression(ConfigError):
     """A --when / --extra / --ev-type expression failed its checks."""
 

@@ -3,3 +3,5 @@
 \ir functions/cdc.capture_values.sql
 \ir functions/cdc.capture_generate.sql
 \ir functions/cdc.attach.sql
+\ir functions/cdc.capture_ddl.sql
+\ir event_triggers.sql

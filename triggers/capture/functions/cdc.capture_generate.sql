@@ -288,6 +288,7 @@ begin
     select n.nspname, c.relname into nsp, rel
       from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = i_table;
     pkey := cdc._cap_pkey(i_table, array(select jsonb_array_elements_text(i_opts -> 'pkey')));
+    perform cdc._cap_check_expressions(i_table, i_opts);
     select * into names from cdc._cap_names(i_table, q);
 
     select string_agg(cdc._cap_changed(k, c.atttypid), ' or ')
