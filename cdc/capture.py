@@ -122,24 +122,29 @@ def rewrite_expression(text: str, columns: tuple[str, ...], what: str) -> str:
             f"{what}: {text!r} must be an expression, without subqueries"
         )
     unknown: list[str] = []
-    for column in list(tree.find_all(exp.Column)):
-        ident = column.this
+
+    def bind(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column):
+            return node
+        ident = node.this
         name = ident.name if ident.quoted else ident.name.lower()
-        qualifier = column.table.upper()
-        if qualifier not in ("", "NEW", "OLD") or column.args.get("db"):
+        qualifier = node.table.upper()
+        if qualifier not in ("", "NEW", "OLD") or node.args.get("db"):
             raise errors.InvalidExpression(
-                f"{what}: {column.sql(dialect='postgres')} is not allowed: write a column of the "
+                f"{what}: {node.sql(dialect='postgres')} is not allowed: write a column of the "
                 "table, bare (the row) or as NEW.col / OLD.col"
             )
         if name not in columns:
             unknown.append(name)
-            continue
+            return node
         row = (
             exp.to_identifier(ROW_ALIAS, quoted=True)
             if not qualifier
             else exp.to_identifier(qualifier)
         )
-        column.replace(exp.Column(this=exp.to_identifier(name, quoted=True), table=row))
+        return exp.Column(this=exp.to_identifier(name, quoted=True), table=row)
+
+    tree = tree.transform(bind)
     if unknown:
         raise errors.InvalidExpression(
             f"{what}: unknown column(s) {', '.join(sorted(set(unknown)))} in {text!r}; "
@@ -170,6 +175,12 @@ def _check_types(conn: psycopg.Connection, table: Table, options: dict[str, Any]
             raise errors.InvalidExpression("when: the expression must be boolean (true/false)")
 
 
+def _as_text(expr: str) -> str:
+    """An expression's value as its type's text output (bool t/f, as PgQ writes it), NULL
+    staying NULL."""
+    return f"case when ({expr}) is not null then format('%s', ({expr})) end"
+
+
 def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -> dict[str, Any]:
     """The options as cdc.attach() takes them, every name and expression checked."""
     for what, names in (("ignore", opts.ignore), ("pkey", opts.pkey)):
@@ -189,9 +200,9 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
     if opts.when is not None:
         out["when"] = rewrite_expression(opts.when, table.columns, "when")
     for n, text in sorted(opts.extra.items()):
-        out[f"extra{n}"] = f"({rewrite_expression(text, table.columns, f'extra{n}')})::text"
+        out[f"extra{n}"] = _as_text(rewrite_expression(text, table.columns, f"extra{n}"))
     if opts.ev_type is not None:
-        out["ev_type"] = f"({rewrite_expression(opts.ev_type, table.columns, 'ev_type')})::text"
+        out["ev_type"] = _as_text(rewrite_expression(opts.ev_type, table.columns, "ev_type"))
     _check_types(conn, table, out)
     return out
 

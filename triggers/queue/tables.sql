@@ -196,6 +196,19 @@ begin
 end;
 $$;
 
+-- Queues created by an older version get their current-table pointer.
+do $$
+declare
+    q record;
+begin
+    for q in select queue_id, queue_cur_table from cdc.queue
+              where to_regclass(format('cdc.%I', 'event_' || queue_id || '_cur')) is null loop
+        execute format('create sequence cdc.%I minvalue 0 maxvalue 999 start 0', 'event_' || q.queue_id || '_cur');
+        perform setval(format('cdc.%I', 'event_' || q.queue_id || '_cur'), q.queue_cur_table, true);
+    end loop;
+end;
+$$;
+
 -- The installed version, written by install.sql's last step.
 create table if not exists cdc.installed (
     inst_version  text not null,

@@ -96,16 +96,22 @@ returns text as $$
 declare
     parts text[];
 begin
+    -- One concat() call builds the payload in one go (a chain of || copies it at each step).
     if i_format = 'json' then
-        select array_agg(format('%L || %s', to_json(attname)::text || ':',
+        select array_agg(format('%L, %s',
+                                case when n = 1 then '{' else ',' end || to_json(attname)::text || ':',
                                 cdc._cap_json_value(i_var, attname, atttypid)) order by attnum)
-          into parts from cdc._cap_columns(i_table, i_ignore);
-        return format('''{'' || %s || ''}''',
-                      coalesce(array_to_string(parts, ' || '','' || '), ''''''));
+          into parts
+          from (select c.*, row_number() over (order by c.attnum) as n
+                  from cdc._cap_columns(i_table, i_ignore) c) cols;
+        if parts is null then
+            return quote_literal('{}');
+        end if;
+        return format('concat(%s, ''}'')', array_to_string(parts, ', '));
     end if;
     select array_agg(cdc._cap_urlenc_pair(i_var, attname, atttypid) order by attnum)
       into parts from cdc._cap_columns(i_table, i_ignore);
-    return coalesce(array_to_string(parts, ' || ''&'' || '), '''''');
+    return coalesce(format('concat(%s)', array_to_string(parts, ', ''&'', ')), '''''');
 end;
 $$ language plpgsql stable;
 
@@ -194,8 +200,8 @@ $$ language sql immutable;
 -- Function: cdc._cap_insert(queue, op, var, table, options, pkey, data)
 --
 --      One event's INSERT statement in the generated function: ev_type, ev_extra1..4 from
---      the options or the format's defaults, and the queue's current table looked up in the
---      same statement.
+--      the options or the format's defaults, and the queue's current table read from its
+--      pointer sequence (no lookup of the queue row).
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_insert(
     q cdc.queue, i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
@@ -216,8 +222,8 @@ begin
     end loop;
     return format(
         'insert into cdc.event (ev_id, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4, ev_part)'
-        || E'\n            select nextval(%L::regclass), %s, %s, %s, %s, %s, %s, queue_id * 1000 + queue_cur_table'
-        || E'\n              from cdc.queue where queue_id = %s;',
+        || E'\n            values (nextval(%L::regclass), %s, %s, %s, %s, %s, %s,'
+        || E'\n                    %s + pg_sequence_last_value(%L::regclass));',
         q.queue_event_seq,
         coalesce(cdc._cap_rowexpr(i_opts ->> 'ev_type', i_var),
                  quote_literal(cdc._cap_ev_type(fmt, i_op, nsp, rel, i_pkey))),
@@ -226,7 +232,8 @@ begin
         coalesce(extra[2], i_backup, 'null'),
         coalesce(extra[3], 'null'),
         coalesce(extra[4], 'null'),
-        q.queue_id);
+        q.queue_id * 1000,
+        format('cdc.%I', 'event_' || q.queue_id || '_cur'));
 end;
 $$ language plpgsql stable;
 

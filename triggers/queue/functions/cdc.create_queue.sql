@@ -1,7 +1,8 @@
 -- ----------------------------------------------------------------------
 -- Function: cdc.create_queue(queue_name)
 --
---      Creates a queue: its row, its event and tick sequences, its event tables (partitions
+--      Creates a queue: its row, its event and tick sequences, the pointer to its current
+--      event table (sequence cdc.event_<id>_cur), its event tables (partitions
 --      of cdc.event, with an index on ev_txid only) and a first tick, so that consumers can
 --      register at once.
 --
@@ -34,6 +35,9 @@ begin
     end if;
     execute format('create sequence cdc.%I', 'event_' || qid || '_id_seq');
     execute format('create sequence cdc.%I', 'event_' || qid || '_tick_seq');
+    -- The current table, readable without a lookup of the queue row (capture triggers).
+    execute format('create sequence cdc.%I minvalue 0 maxvalue 999 start 0', 'event_' || qid || '_cur');
+    perform setval(format('cdc.%I', 'event_' || qid || '_cur'), 0, true);
     for n in 0 .. q.queue_ntables - 1 loop
         tbl := cdc._event_table(qid, n);
         execute format('create table cdc.%I partition of cdc.event for values in (%s)'

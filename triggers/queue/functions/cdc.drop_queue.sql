@@ -30,6 +30,7 @@ begin
     delete from cdc.queue where queue_id = q.queue_id;
     execute format('drop sequence cdc.%I', 'event_' || q.queue_id || '_id_seq');
     execute format('drop sequence cdc.%I', 'event_' || q.queue_id || '_tick_seq');
+    execute format('drop sequence if exists cdc.%I', 'event_' || q.queue_id || '_cur');
     return 1;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;

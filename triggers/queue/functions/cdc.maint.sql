@@ -95,6 +95,11 @@ begin
        set queue_cur_table = nxt, queue_switch_step1 = txid_current(),
            queue_switch_step2 = null, queue_switch_time = now()
      where queue_id = q.queue_id;
+    -- Capture triggers read the current table from this sequence, without a lookup. A
+    -- sequence is not transactional: if this transaction rolls back, writers keep using the
+    -- table it points to. That is safe: readers read every table of the queue, and a table is
+    -- truncated only after the checks above.
+    perform setval(format('cdc.%I', 'event_' || q.queue_id || '_cur'), nxt, true);
     if oldest_pos is null then
         new_tick := cdc._insert_tick(q);
         delete from cdc.tick where tick_queue = q.queue_id and tick_id < new_tick;
