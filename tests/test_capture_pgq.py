@@ -227,50 +227,49 @@ def pair_factory(pgq_admin_dsn: str) -> Iterator[Callable[[str], Pair]]:
 
 @dataclass(frozen=True)
 class OptionSet:
-    """One capture configuration, written both ways."""
+    """One capture configuration, written both ways: PgQ trigger arguments, and the keyword
+    arguments of our CaptureOptions (queue and format come per test)."""
 
     name: str
     pgq_args: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    pkey: tuple[str, ...] = ()
-    backup: bool = False
-    when: str | None = None
-    extra: dict[int, str] = field(default_factory=dict)
-    ev_type: str | None = None
-    skip: bool = False
-    deny: bool = False
+    ours: dict[str, Any] = field(default_factory=dict)
     frozen: tuple[str, ...] = ()  # columns the DML must neither change nor set to NULL
     truncate_args: tuple[str, ...] = ()  # PgQ rejects most options on a truncate trigger
     # PgQ cannot give a truncate trigger a custom pkey (it raises), so there is no reference
     truncate: bool = True
 
     def options(self, fmt: str) -> CaptureOptions:
-        return CaptureOptions(
-            queue="q",
-            format=fmt,
-            ignore=self.ignore,
-            pkey=self.pkey,  # type: ignore[arg-type]
-            backup=self.backup,
-            when=self.when,
-            extra=dict(self.extra),
-            ev_type=self.ev_type,
-            skip=self.skip,
-            deny=self.deny,
-        )
+        return CaptureOptions(queue="q", format=fmt, **self.ours)  # type: ignore[arg-type]
+
+    @property
+    def skip(self) -> bool:
+        return bool(self.ours.get("skip"))
+
+    @property
+    def deny(self) -> bool:
+        return bool(self.ours.get("deny"))
 
 
 OPTION_SETS = [
     OptionSet("none"),
-    OptionSet("ignore", pgq_args=("ignore=i4,order",), ignore=("i4", "order")),
+    OptionSet("ignore", pgq_args=("ignore=i4,order",), ours=dict(ignore=("i4", "order"))),
     OptionSet(
-        "pkey", pgq_args=("pkey=u,i8",), pkey=("u", "i8"), frozen=("u", "i8"), truncate=False
+        "pkey",
+        pgq_args=("pkey=u,i8",),
+        ours=dict(pkey=("u", "i8")),
+        frozen=("u", "i8"),
+        truncate=False,
     ),
-    OptionSet("backup", pgq_args=("backup",), backup=True),
-    OptionSet("backup_ignore", pgq_args=("backup", "ignore=t,ba"), backup=True, ignore=("t", "ba")),
+    OptionSet("backup", pgq_args=("backup",), ours=dict(backup=True)),
+    OptionSet(
+        "backup_ignore",
+        pgq_args=("backup", "ignore=t,ba"),
+        ours=dict(backup=True, ignore=("t", "ba")),
+    ),
     OptionSet(
         "when",
         pgq_args=("when=coalesce(i4, 0) > 0 and id % 3 <> 1",),
-        when="coalesce(i4, 0) > 0 and id % 3 <> 1",
+        ours=dict(when="coalesce(i4, 0) > 0 and id % 3 <> 1"),
     ),
     OptionSet(
         "extra",
@@ -280,23 +279,28 @@ OPTION_SETS = [
             "ev_extra3=coalesce(t, 'none') || '!' || id",
             "ev_extra4=f8 * 2",
         ),
-        extra={
-            1: "upper(t)",
-            2: "i4::int8 + 1",
-            3: "coalesce(t, 'none') || '!' || id",
-            4: "f8 * 2",
-        },
+        ours=dict(
+            extra={
+                1: "upper(t)",
+                2: "i4::int8 + 1",
+                3: "coalesce(t, 'none') || '!' || id",
+                4: "f8 * 2",
+            }
+        ),
     ),
-    # an expression that is just a column, and one whose type's ::text differs from its output
-    OptionSet("extra_bare_column", pgq_args=("ev_extra3=t", "ev_extra4=d"), extra={3: "t", 4: "d"}),
+    OptionSet(
+        "extra_bare_column",
+        pgq_args=("ev_extra3=t", "ev_extra4=d"),
+        ours=dict(extra={3: "t", 4: "d"}),
+    ),
     OptionSet(
         "extra_types",
         pgq_args=("ev_extra2=(b)", "ev_extra3=(ip)", "ev_extra4=(d)"),
-        extra={2: "(b)", 3: "(ip)", 4: "(d)"},
+        ours=dict(extra={2: "(b)", 3: "(ip)", 4: "(d)"}),
     ),
-    OptionSet("ev_type", pgq_args=("ev_type='X:' || id",), ev_type="'X:' || id"),
-    OptionSet("skip", pgq_args=("SKIP",), skip=True, truncate_args=("SKIP",)),
-    OptionSet("deny", pgq_args=("deny",), deny=True, truncate_args=("deny",)),
+    OptionSet("ev_type", pgq_args=("ev_type='X:' || id",), ours=dict(ev_type="'X:' || id")),
+    OptionSet("skip", pgq_args=("SKIP",), ours=dict(skip=True), truncate_args=("SKIP",)),
+    OptionSet("deny", pgq_args=("deny",), ours=dict(deny=True), truncate_args=("deny",)),
 ]
 
 
@@ -653,7 +657,7 @@ def test_composite_key_matches_pgq(
 ) -> None:
     """A composite key declared in another order than its columns gives PgQ's events."""
     pair = pair_factory("America/New_York")
-    _attach(pair, COMP, fmt, OptionSet("c", pgq_args=("backup",) * backup, backup=backup))
+    _attach(pair, COMP, fmt, OptionSet("c", pgq_args=("backup",) * backup, ours={"backup": backup}))
     rng = random.Random(42 + backup)
     stmts = [f"insert into {COMP} values ('x0', 2, 1, 'v'), (null, 1, 2, null)"]
     for k in range(3, 8):
