@@ -55,8 +55,10 @@ class CaptureOptions:
             raise errors.ConfigError(f"format must be json, urlenc or sql, not {self.format!r}")
         if self.mode not in ("row", "statement"):
             raise errors.ConfigError(f"mode must be row or statement, not {self.mode!r}")
-        if self.mode == "statement":
-            raise errors.ConfigError("mode 'statement' is not available yet: use mode 'row'")
+        if self.mode == "statement" and (self.skip or self.deny):
+            raise errors.ConfigError(
+                "skip and deny act on each row: use them with mode 'row', not 'statement'"
+            )
         bad = [n for n in self.extra if n not in (1, 2, 3, 4)]
         if bad:
             raise errors.ConfigError(f"extra fields are numbered 1 to 4, not {bad}")
@@ -190,6 +192,8 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
                 f"{what} names columns that {table.qualified} does not have: {', '.join(missing)}"
             )
     out: dict[str, Any] = {"format": opts.format}
+    if opts.mode != "row":
+        out["mode"] = opts.mode
     if opts.ignore:
         out["ignore"] = list(opts.ignore)
     if opts.pkey:
@@ -203,6 +207,13 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
         out[f"extra{n}"] = _as_text(rewrite_expression(text, table.columns, f"extra{n}"))
     if opts.ev_type is not None:
         out["ev_type"] = _as_text(rewrite_expression(opts.ev_type, table.columns, "ev_type"))
+    if opts.mode == "statement":
+        for key in ("when", "extra1", "extra2", "extra3", "extra4", "ev_type"):
+            if key in out and ('NEW."' in out[key] or 'OLD."' in out[key]):
+                raise errors.InvalidExpression(
+                    f"{key}: NEW.col / OLD.col need mode 'row'; in statement mode write the "
+                    "bare column (the new row, the old one on DELETE)"
+                )
     _check_types(conn, table, out)
     return out
 

@@ -2,6 +2,7 @@
 \ir tables.sql
 \ir functions/cdc.capture_values.sql
 \ir functions/cdc.capture_generate.sql
+\ir functions/cdc.capture_statement.sql
 \ir functions/cdc.attach.sql
 \ir functions/cdc.capture_ddl.sql
 \ir event_triggers.sql

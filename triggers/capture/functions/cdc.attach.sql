@@ -56,8 +56,7 @@ begin
                   for update
     loop
         select * into names from cdc._cap_names(i_table, cdc._queue(cap.cap_queue));
-        execute format('drop trigger if exists %I on %s', names.row_trigger, i_table);
-        execute format('drop trigger if exists %I on %s', names.truncate_trigger, i_table);
+        execute cdc._cap_drop_triggers(i_table, names.row_trigger);
         execute format('drop function if exists cdc.%I()', cap.cap_function);
         delete from cdc.capture where cap_table = cap.cap_table and cap_queue = cap.cap_queue;
         n := n + 1;

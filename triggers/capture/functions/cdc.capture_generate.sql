@@ -123,7 +123,8 @@ $$ language plpgsql stable;
 --      D "key=val and ...". Key values come from OLD for U and D.
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_sql_payload(
-    i_op text, i_table regclass, i_ignore text[], i_pkey text[])
+    i_op text, i_table regclass, i_ignore text[], i_pkey text[],
+    i_new text default 'NEW', i_old text default 'OLD')
 returns text as $$
 declare
     cols   text;
@@ -134,10 +135,10 @@ declare
 begin
     -- Key conditions follow the table's column order (not the key's), with OLD values.
     select array_to_string(array_agg(format('%L || %s', cdc._cap_sql_ident(attname) || '=',
-                                            cdc._cap_sql_value('OLD', attname, atttypid))
+                                            cdc._cap_sql_value(i_old, attname, atttypid))
                                      order by attnum), ' || '' and '' || '),
            (array_agg(format('%L || %s', cdc._cap_sql_ident(attname) || '=',
-                             cdc._cap_sql_value('OLD', attname, atttypid, 'NULL'))
+                             cdc._cap_sql_value(i_old, attname, atttypid, 'NULL'))
                       order by attnum))[1]
       into keys, noop
       from cdc._cap_columns(i_table, null)
@@ -147,16 +148,16 @@ begin
     end if;
     if i_op = 'I' then
         select string_agg(cdc._cap_sql_ident(attname), ',' order by attnum),
-               array_to_string(array_agg(cdc._cap_sql_value('NEW', attname, atttypid) order by attnum),
+               array_to_string(array_agg(cdc._cap_sql_value(i_new, attname, atttypid) order by attnum),
                                ' || '','' || ')
           into cols, vals
           from cdc._cap_columns(i_table, i_ignore);
         return format('%L || %s || '')''', '(' || cols || ') values (', vals);
     end if;
     select array_to_string(array_agg(
-               format('case when %s then %L || %s end', cdc._cap_changed(attname, atttypid),
+               format('case when %s then %L || %s end', cdc._cap_changed(attname, atttypid, i_new, i_old),
                       cdc._cap_sql_ident(attname) || '=',
-                      cdc._cap_sql_value('NEW', attname, atttypid, 'NULL')) order by attnum), ', ')
+                      cdc._cap_sql_value(i_new, attname, atttypid, 'NULL')) order by attnum), ', ')
       into sets
       from cdc._cap_columns(i_table, i_ignore);
     -- An UPDATE that changed nothing still says which row: its first key column set to itself.
@@ -197,18 +198,17 @@ $$ language sql immutable;
 
 
 -- ----------------------------------------------------------------------
--- Function: cdc._cap_insert(queue, op, var, table, options, pkey, data)
+-- Function: cdc._cap_event_fields(op, var, table, options, pkey, data, backup)
 --
---      One event's INSERT statement in the generated function: ev_type, ev_extra1..4 from
---      the options or the format's defaults, and the queue's current table read from its
---      pointer sequence (no lookup of the queue row).
+--      The select list "ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4" of one
+--      event: ev_type and ev_extra1..4 from the options or the format's defaults. var names the
+--      row (NEW / OLD in row mode, a transition table alias in statement mode).
 -- ----------------------------------------------------------------------
-create or replace function cdc._cap_insert(
-    q cdc.queue, i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
+create or replace function cdc._cap_event_fields(
+    i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
     i_data text, i_backup text)
 returns text as $$
 declare
-    fmt   text := i_opts ->> 'format';
     nsp   text;
     rel   text;
     extra text[] := array[null, null, null, null];
@@ -220,22 +220,37 @@ begin
             extra[k] := cdc._cap_rowexpr(i_opts ->> ('extra' || k), i_var);
         end if;
     end loop;
-    return format(
-        'insert into cdc.event (ev_id, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4, ev_part)'
-        || E'\n            values (nextval(%L::regclass), %s, %s, %s, %s, %s, %s,'
-        || E'\n                    %s + pg_sequence_last_value(%L::regclass));',
-        q.queue_event_seq,
+    return format('%s, %s, %s, %s, %s, %s',
         coalesce(cdc._cap_rowexpr(i_opts ->> 'ev_type', i_var),
-                 quote_literal(cdc._cap_ev_type(fmt, i_op, nsp, rel, i_pkey))),
+                 quote_literal(cdc._cap_ev_type(i_opts ->> 'format', i_op, nsp, rel, i_pkey))),
         i_data,
         coalesce(extra[1], quote_literal(nsp || '.' || rel)),
         coalesce(extra[2], i_backup, 'null'),
         coalesce(extra[3], 'null'),
-        coalesce(extra[4], 'null'),
-        q.queue_id * 1000,
-        format('cdc.%I', 'event_' || q.queue_id || '_cur'));
+        coalesce(extra[4], 'null'));
 end;
 $$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_insert(queue, op, var, table, options, pkey, data, backup)
+--
+--      One event's INSERT statement in a row-mode function; the queue's current table is read
+--      from its pointer sequence (no lookup of the queue row).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_insert(
+    q cdc.queue, i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
+    i_data text, i_backup text)
+returns text as $$
+    select format(
+        'insert into cdc.event (ev_id, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4, ev_part)'
+        || E'\n            values (nextval(%L::regclass), %s,'
+        || E'\n                    %s + pg_sequence_last_value(%L::regclass));',
+        q.queue_event_seq,
+        cdc._cap_event_fields(i_op, i_var, i_table, i_opts, i_pkey, i_data, i_backup),
+        q.queue_id * 1000,
+        format('cdc.%I', 'event_' || q.queue_id || '_cur'));
+$$ language sql stable;
 
 
 -- ----------------------------------------------------------------------
@@ -250,6 +265,19 @@ as $$
     select format('_cap_%s_%s', i_table::oid, q.queue_id),
            format('cdc_capture_%s', q.queue_id),
            format('cdc_capture_%s_truncate', q.queue_id);
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_drop_triggers(table, trigger)
+--
+--      DROP TRIGGER IF EXISTS for every trigger name either mode may have created, so that
+--      attaching again (also in the other mode) replaces them all.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_drop_triggers(i_table regclass, i_trigger text)
+returns text as $$
+    select string_agg(format(E'drop trigger if exists %I on %s;\n', i_trigger || sfx, i_table), '' order by ord)
+      from unnest(array['', '_truncate', '_ins', '_upd', '_del']) with ordinality as s(sfx, ord);
 $$ language sql stable;
 
 
@@ -297,6 +325,9 @@ begin
     pkey := cdc._cap_pkey(i_table, array(select jsonb_array_elements_text(i_opts -> 'pkey')));
     perform cdc._cap_check_expressions(i_table, i_opts);
     select * into names from cdc._cap_names(i_table, q);
+    if coalesce(i_opts ->> 'mode', 'row') = 'statement' then
+        return cdc._cap_statement_sql(i_table, q, i_opts, pkey, ignore, names.func, names.row_trigger);
+    end if;
 
     select string_agg(cdc._cap_changed(k, c.atttypid), ' or ')
       into keychg
@@ -392,14 +423,12 @@ returns text as $$
     select format(
         E'create or replace function cdc.%I() returns trigger\n'
         || E'language plpgsql security definer set search_path = pg_catalog, pg_temp as $cdc$\n%s$cdc$;\n'
-        || E'drop trigger if exists %I on %s;\n'
-        || E'drop trigger if exists %I on %s;\n'
+        || '%s'
         || E'create trigger %I %s insert or update or delete on %s\n'
         || E'    for each row execute function cdc.%I();\n'
         || E'create trigger %I %s truncate on %s\n'
         || E'    for each statement execute function cdc.%I();\n',
-        i_func, i_body,
-        i_row_trigger, i_table, i_truncate_trigger, i_table,
+        i_func, i_body, cdc._cap_drop_triggers(i_table, i_row_trigger),
         i_row_trigger, case when i_before then 'before' else 'after' end, i_table, i_func,
         i_truncate_trigger, case when i_before then 'before' else 'after' end, i_table, i_func);
 $$ language sql stable;

@@ -48,7 +48,8 @@ $$ language plpgsql stable;
 --      type has one and is not an array; by comparing the text outputs otherwise (arrays,
 --      json, ...). NULL to NULL is unchanged, NULL to a value changed.
 -- ----------------------------------------------------------------------
-create or replace function cdc._cap_changed(i_col text, i_type oid)
+create or replace function cdc._cap_changed(
+    i_col text, i_type oid, i_new text default 'NEW', i_old text default 'OLD')
 returns text as $$
 declare
     base oid := coalesce(nullif((select typbasetype from pg_type where oid = i_type), 0), i_type);
@@ -56,10 +57,10 @@ begin
     if (select typcategory <> 'A' from pg_type where oid = base)
        and exists (select 1 from pg_opclass c join pg_am m on m.oid = c.opcmethod
                     where c.opcintype = base and c.opcdefault and m.amname = 'btree') then
-        return format('%s is distinct from %s', cdc._cap_field('NEW', i_col), cdc._cap_field('OLD', i_col));
+        return format('%s is distinct from %s', cdc._cap_field(i_new, i_col), cdc._cap_field(i_old, i_col));
     end if;
-    return format('%s is distinct from %s', cdc._cap_text_expr('NEW', i_col, i_type),
-                  cdc._cap_text_expr('OLD', i_col, i_type));
+    return format('%s is distinct from %s', cdc._cap_text_expr(i_new, i_col, i_type),
+                  cdc._cap_text_expr(i_old, i_col, i_type));
 end;
 $$ language plpgsql stable;
 
