@@ -570,6 +570,24 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[Measure]]:
     return facts, measures
 
 
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Checks shared by the benchmarks, before anything runs."""
+    if args.reps < 1:
+        parser.error("--reps must be 1 or more")
+    # The installer logs the server's notices (e.g. "already exists, skipping") as warnings.
+    logging.getLogger("cdc.install").setLevel(logging.ERROR)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked before the run, used after it)
+        except ImportError:
+            parser.error('--plot needs matplotlib: .venv/bin/pip install -e ".[bench]"')
+
+
+def write_json(path: Path, facts: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.queue_bench",
@@ -593,15 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         "--explain", action="store_true", help="also EXPLAIN ANALYZE both engines' batch queries"
     )
     args = parser.parse_args(argv)
-    if args.reps < 1:
-        parser.error("--reps must be 1 or more")
-    # The installer logs the server's notices (e.g. "already exists, skipping") as warnings.
-    logging.getLogger("cdc.install").setLevel(logging.ERROR)
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401  (checked before the run, used after it)
-        except ImportError:
-            parser.error("--plot needs matplotlib: .venv/bin/pip install matplotlib")
+    check_args(parser, args)
     try:
         facts, measures = run(args)
     except BenchError as exc:
@@ -609,8 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(report(facts, measures))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, facts)
     if args.plot:
         mode = "fsync off" if args.fast else "stock settings"
         server = facts["server_version"].split(" (")[0]

@@ -45,8 +45,6 @@ is as fast or faster). For pgbench, "time" is 1 / TPS.
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
 import re
 import shutil
@@ -70,10 +68,12 @@ from bench.queue_bench import (
     _debian_pgq_control,
     _progress,
     backend_cpu_ns,
+    check_args,
     cluster,
     git_state,
     machine_info,
     server_info,
+    write_json,
 )
 from cdc import capture, errors, install
 from cdc.capture import CaptureOptions
@@ -686,14 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the results here")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG chart here")
     args = parser.parse_args(argv)
-    if args.reps < 1:
-        parser.error("--reps must be 1 or more")
-    logging.getLogger("cdc.install").setLevel(logging.ERROR)
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401  (checked before the run, used after it)
-        except ImportError:
-            parser.error("--plot needs matplotlib: .venv/bin/pip install matplotlib")
+    check_args(parser, args)
     try:
         facts, results = run(args)
     except BenchError as exc:
@@ -701,8 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(report(facts, results))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, facts)
     if args.plot:
         server = facts["server_version"].split(" (")[0]
         plot(

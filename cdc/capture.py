@@ -218,32 +218,27 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
     return out
 
 
-def attach(conn: psycopg.Connection, table: str, opts: CaptureOptions) -> str:
-    """Attach capture (replacing an earlier attach to the same queue); the SQL that ran."""
+def _run_generator(conn: psycopg.Connection, table: str, opts: CaptureOptions, query: str) -> str:
+    """Check the options, then call the generator (``attach`` runs its SQL, ``capture_sql``
+    only returns it); one transaction."""
     with conn.transaction():
         t = describe(conn, table)
         payload = options_json(conn, t, opts)
+        params = {"table": t.oid, "queue": opts.queue, "options": json.dumps(payload)}
         try:
-            return conn.execute(
-                sqlfiles.query("attach"),
-                {"table": t.oid, "queue": opts.queue, "options": json.dumps(payload)},
-            ).fetchone()[0]
+            return conn.execute(sqlfiles.query(query), params).fetchone()[0]
         except psycopg.Error as exc:
             raise errors.translate(exc) from exc
+
+
+def attach(conn: psycopg.Connection, table: str, opts: CaptureOptions) -> str:
+    """Attach capture (replacing an earlier attach to the same queue); the SQL that ran."""
+    return _run_generator(conn, table, opts, "attach")
 
 
 def generated_sql(conn: psycopg.Connection, table: str, opts: CaptureOptions) -> str:
     """What attach would run, without running it."""
-    with conn.transaction():
-        t = describe(conn, table)
-        payload = options_json(conn, t, opts)
-        try:
-            return conn.execute(
-                sqlfiles.query("capture_sql"),
-                {"table": t.oid, "queue": opts.queue, "options": json.dumps(payload)},
-            ).fetchone()[0]
-        except psycopg.Error as exc:
-            raise errors.translate(exc) from exc
+    return _run_generator(conn, table, opts, "capture_sql")
 
 
 def detach(conn: psycopg.Connection, table: str, queue: str | None = None) -> int:
