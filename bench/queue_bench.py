@@ -62,7 +62,6 @@ from tests import servers
 
 DEFAULT_PGBIN = Path("/usr/lib/postgresql/15/bin")
 INSTALL_HINT = "apt-get install postgresql-15 postgresql-15-pgq3"
-FAST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 REPORTED_SETTINGS = (
     "fsync",
     "synchronous_commit",
@@ -466,7 +465,7 @@ def _progress(msg: str) -> None:
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[Measure]]:
     """Start the cluster, measure, stop it; returns the run's facts and the measures."""
     sizes = QUICK if args.quick else FULL
-    settings = dict(FAST_SETTINGS) if args.fast else {}
+    settings = dict(servers.FAST) if args.fast else {}
     if not (args.pgbin / "pg_ctl").exists():
         raise BenchError(f"no PostgreSQL server binaries in {args.pgbin}: {INSTALL_HINT}")
     control = _debian_pgq_control(args.pgbin)

@@ -17,7 +17,7 @@ generator binds to NEW or OLD.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import psycopg
@@ -257,8 +257,3 @@ def captures(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Every capture: table, queue, format, options, and whether its trigger is current."""
     cur = conn.cursor(row_factory=psycopg.rows.dict_row)
     return cur.execute(sqlfiles.query("capture_info")).fetchall()
-
-
-def options_dict(opts: CaptureOptions) -> dict[str, Any]:
-    """The options as plain data (for printing)."""
-    return asdict(opts)
