@@ -16,7 +16,8 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from cdc import __version__, cli, install, sqlfiles
+from cdc import __version__, capture, cli, install, sqlfiles
+from cdc.capture import CaptureOptions
 from cdc.errors import CdcError
 from cdc.queue import Consumer, Producer, Queue
 from tests.conftest import drop_database
@@ -197,6 +198,24 @@ def test_non_superuser_owner_can_install_and_run_a_queue(owned_db: str) -> None:
             "select proowner::regrole::text = current_user from pg_proc"
             " where oid = 'cdc.insert_event(text,text,text)'::regprocedure"
         ).fetchone() == (True,)
+
+
+def test_non_superuser_owner_captures_through_column_changes(owned_db: str) -> None:
+    """Installed without a superuser (no event triggers), capture survives DROP and RENAME
+    COLUMN: the application's next statement regenerates the capture function."""
+    install.install(owned_db)
+    with psycopg.connect(owned_db, autocommit=True) as c:
+        assert c.execute("select count(*) from pg_event_trigger").fetchone()[0] == 0
+        Queue(c, "q").create()
+        c.execute("create table t (id int primary key, a text, b int, d text)")
+        capture.attach(c, "public.t", CaptureOptions(queue="q"))
+        c.execute("alter table t drop column a")
+        c.execute("alter table t rename column b to bb")
+        c.execute("insert into t values (1, 2, 'x')")
+        c.execute("update t set d = 'y'")
+        data = [r[0] for r in c.execute("select ev_data from cdc.event order by ev_id")]
+        assert data == ['{"id":1,"bb":2,"d":"x"}', '{"id":1,"bb":2,"d":"y"}']
+        assert [r["current"] for r in capture.captures(c)] == [True]
 
 
 def test_non_superuser_install_grants_the_roles(owned_db: str) -> None:

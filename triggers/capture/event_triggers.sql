@@ -1,10 +1,10 @@
 -- Event triggers that keep capture triggers current with their tables. Creating an event
--- trigger needs a superuser: without one, a notice says so, and `cdc triggers` reports tables
--- whose columns changed as stale until `cdc attach` runs again.
+-- trigger needs a superuser: without one, a notice says so, and cdc._cap_guard_sql adds a
+-- BEFORE statement trigger to each captured table that does the same before the next DML.
 do $$
 begin
     if not (select rolsuper from pg_roles where rolname = current_user) then
-        raise notice 'cdc: % is not a superuser, so no event trigger keeps capture triggers current after ALTER TABLE; run cdc attach after changing a captured table (cdc triggers lists stale ones)', current_user;
+        raise notice 'cdc: % is not a superuser, so no event trigger keeps capture triggers current after ALTER TABLE; each captured table gets a BEFORE statement trigger that regenerates its capture function after a column change instead', current_user;
         return;
     end if;
     if not exists (select 1 from pg_event_trigger where evtname = 'cdc_capture_ddl') then

@@ -85,3 +85,40 @@ begin
     end loop;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_guard()  (BEFORE statement trigger, without event triggers)
+--
+--      Without an event trigger, an ALTER TABLE leaves the capture function as it was, and a
+--      function naming a dropped or renamed column would fail the application's next
+--      statement. This trigger runs before each INSERT / UPDATE / DELETE statement on a
+--      captured table (one index probe and one look at the table's columns) and, when the
+--      columns changed, regenerates the capture function in the application's transaction,
+--      before any row reaches it. Only the function is replaced: the triggers stay as they
+--      are. Concurrent first statements after the change queue on an advisory lock.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_guard()
+returns trigger as $$
+declare
+    cap cdc.capture;
+    ddl text;
+begin
+    if not exists (select 1 from cdc.capture
+                    where cap_table = TG_RELID and cap_columns is distinct from cdc._cap_signature(TG_RELID)) then
+        return null;
+    end if;
+    perform pg_advisory_xact_lock('cdc.capture'::regclass::oid::integer, TG_RELID::integer);
+    for cap in select * from cdc.capture
+                where cap_table = TG_RELID and cap_columns is distinct from cdc._cap_signature(TG_RELID)
+                  for update
+    loop
+        ddl := cdc.capture_sql(TG_RELID, cap.cap_queue, cap.cap_options);
+        -- the generated DDL begins with the function; what follows recreates the triggers
+        execute left(ddl, strpos(ddl, E'$cdc$;\n') + length('$cdc$;'));
+        update cdc.capture set cap_columns = cdc._cap_signature(TG_RELID), cap_created = now()
+         where cap_table = cap.cap_table and cap_queue = cap.cap_queue;
+    end loop;
+    return null;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;

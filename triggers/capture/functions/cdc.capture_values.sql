@@ -116,24 +116,23 @@ $$ language plpgsql immutable parallel safe;
 --
 --      URL encoding as logutriga writes it: A-Z a-z 0-9 _ . - stay, space becomes +, every
 --      other byte (in the database encoding) becomes %xx with lowercase hex. NULL stays NULL.
---      No SET clause (it is not SECURITY DEFINER; its callers pin search_path), which would
---      cost a configuration change per call. A value with only safe characters costs one
+--      A plain SQL expression, so that the planner inlines it into the generated trigger's
+--      payload expression (no function call per value); hence no SET clause and every
+--      operator and function schema-qualified. A value with only safe characters costs one
 --      regular expression test, one that also has spaces, ':' or '+' (text, timestamps)
---      three replace() calls; others go to _urlenc_slow.
+--      two tests and three replace() calls; others go to _urlenc_slow.
 -- ----------------------------------------------------------------------
 create or replace function cdc._urlenc(i_value text)
 returns text as $$
-begin
-    if i_value ~ '^[A-Za-z0-9_.-]*$' or i_value is null then
-        return i_value;
-    end if;
-    -- words, timestamps and times: only space, ':' and '+' to escape
-    if i_value ~ '^[A-Za-z0-9_. :+-]*$' then
-        return replace(replace(replace(i_value, '+', '%2b'), ':', '%3a'), ' ', '+');
-    end if;
-    return cdc._urlenc_slow(i_value);
-end;
-$$ language plpgsql immutable parallel safe;
+    select case
+        when i_value operator(pg_catalog.~) '^[A-Za-z0-9_.-]*$' then i_value
+        -- words, timestamps and times: only space, ':' and '+' to escape
+        when i_value operator(pg_catalog.~) '^[A-Za-z0-9_. :+-]*$'
+            then pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                     i_value, '+', '%2b'), ':', '%3a'), ' ', '+')
+        else cdc._urlenc_slow(i_value)
+    end;
+$$ language sql immutable parallel safe;
 
 
 -- ----------------------------------------------------------------------
