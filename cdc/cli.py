@@ -142,6 +142,22 @@ def cmd_ticker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_drain(args: argparse.Namespace) -> int:
+    from cdc import drain
+
+    return drain.run(args)
+
+
+def cmd_jars(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from cdc import jars
+
+    found = jars.fetch(Path(args.dest) if args.dest else None)
+    print(f"{len(found)} jars in {found[0].parent}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cdc", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"cdc {__version__}")
@@ -209,6 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--maint-period", type=float, default=120.0, help="seconds between maintenance (120)"
     )
+
+    sp = add("drain", cmd_drain, "apply queue batches to Delta tables (local Spark session)")
+    from cdc.drain import add_arguments
+
+    add_arguments(sp)
+
+    sp = add("jars", cmd_jars, "fetch the Delta and PostgreSQL JDBC jars through Maven")
+    sp.add_argument("--dest", help="folder (default: $CDC_JARS_DIR or ~/.cache/cdc-delta/jars)")
     return p
 
 

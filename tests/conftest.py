@@ -99,3 +99,14 @@ def connect(dsn: str) -> Iterator:
     yield _connect
     for c in opened:
         c.close()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One local Spark session with Delta for the whole run (starting one takes seconds)."""
+    from cdc import spark as spark_module
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = spark_module.session("cdc-tests", {"spark.sql.warehouse.dir": str(warehouse)})
+    yield session
+    session.stop()

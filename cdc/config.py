@@ -1,0 +1,173 @@
+"""The pipeline configuration (``conf/pipeline.toml``), checked with messages naming the key.
+
+::
+
+    [source]
+    dsn = "postgresql://..."      # or the environment's CDC_DSN
+    queue = "cdc_events"
+    consumer = "delta"
+    queue_schema = "cdc"          # "pgq" consumes a real PgQ queue
+    max_events = 1000000          # several ticks join into one batch up to this many events
+
+    [target]
+    path = "/data/delta"          # one Delta table per source table below it
+
+    [[tables]]
+    source = "public.orders"      # the events' ev_extra1
+    target = "orders"             # a path under target.path, or a catalog table name
+    mode = "mirror"               # or "history"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdc.errors import ConfigError
+
+MODES = ("mirror", "history")
+QUEUE_SCHEMAS = ("cdc", "pgq")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+
+
+@dataclass(frozen=True)
+class Source:
+    dsn: str
+    queue: str
+    consumer: str
+    queue_schema: str = "cdc"
+    max_events: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class TableMap:
+    source: str  # schema.table, as in the events' ev_extra1
+    target: str
+    mode: str = "mirror"
+
+    @property
+    def schema(self) -> str:
+        return self.source.split(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.source.split(".", 1)[1]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    source: Source
+    target_path: str
+    tables: tuple[TableMap, ...]
+    quarantine: str = "_quarantine"
+    path: Path | None = field(default=None, compare=False)
+
+    def table(self, source: str) -> TableMap | None:
+        return next((t for t in self.tables if t.source == source), None)
+
+    def location(self, target: str) -> str:
+        """Where a target table lives: a path below target.path, unless it is a catalog name
+        (``db.table``)."""
+        if "." in target and "/" not in target:
+            return target
+        return str(Path(self.target_path) / target)
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{key}] is missing or not a table")
+    return value
+
+
+def _text(section: dict[str, Any], where: str, key: str, default: str | None = None) -> str:
+    value = section.get(key, default)
+    if value is None:
+        raise ConfigError(f"{where}.{key} is missing")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}.{key} must be a non-empty string, not {value!r}")
+    return value.strip()
+
+
+def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
+    extra = sorted(set(section) - known)
+    if extra:
+        raise ConfigError(
+            f"{where} has unknown keys: {', '.join(extra)} (known: {', '.join(sorted(known))})"
+        )
+
+
+def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
+    _unknown(data, "the configuration", {"source", "target", "tables"})
+    src = _section(data, "source")
+    _unknown(src, "source", {"dsn", "queue", "consumer", "queue_schema", "max_events"})
+    dsn = src.get("dsn") or os.environ.get("CDC_DSN")
+    if not dsn:
+        raise ConfigError("source.dsn is missing (or set CDC_DSN)")
+    schema = _text(src, "source", "queue_schema", "cdc")
+    if schema not in QUEUE_SCHEMAS:
+        raise ConfigError(
+            f"source.queue_schema must be one of {', '.join(QUEUE_SCHEMAS)}, not {schema!r}"
+        )
+    max_events = src.get("max_events", 1_000_000)
+    if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1:
+        raise ConfigError(f"source.max_events must be a positive integer, not {max_events!r}")
+    source = Source(
+        dsn=_text({"dsn": dsn}, "source", "dsn"),
+        queue=_text(src, "source", "queue"),
+        consumer=_text(src, "source", "consumer"),
+        queue_schema=schema,
+        max_events=max_events,
+    )
+    target = _section(data, "target")
+    _unknown(target, "target", {"path", "quarantine"})
+    target_path = _text(target, "target", "path")
+    quarantine = _text(target, "target", "quarantine", "_quarantine")
+    tables = data.get("tables")
+    if not isinstance(tables, list) or not tables:
+        raise ConfigError("[[tables]] is missing: list at least one source table")
+    maps: list[TableMap] = []
+    for n, entry in enumerate(tables, 1):
+        where = f"tables[{n}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be a table with source, target and mode")
+        _unknown(entry, where, {"source", "target", "mode"})
+        name = _text(entry, where, "source")
+        parts = name.split(".")
+        if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+            raise ConfigError(
+                f"{where}.source must be schema.table (as in ev_extra1), not {name!r}"
+            )
+        mode = _text(entry, where, "mode", "mirror")
+        if mode not in MODES:
+            raise ConfigError(f"{where}.mode must be mirror or history, not {mode!r}")
+        target_name = _text(entry, where, "target", parts[1])
+        if target_name.startswith("/") or ".." in Path(target_name).parts:
+            raise ConfigError(
+                f"{where}.target must be a path below target.path, not {target_name!r}"
+            )
+        maps.append(TableMap(source=name, target=target_name, mode=mode))
+    for attr in ("source", "target"):
+        seen = [getattr(m, attr) for m in maps]
+        dup = sorted({s for s in seen if seen.count(s) > 1})
+        if dup:
+            raise ConfigError(f"tables: {attr} {', '.join(dup)} listed more than once")
+    if quarantine in {m.target for m in maps}:
+        raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
+    return Pipeline(source, target_path, tuple(maps), quarantine, path)
+
+
+def load(path: str | os.PathLike[str]) -> Pipeline:
+    """Reads and checks the configuration file."""
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {file} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+    return parse(data, file)

@@ -1,0 +1,268 @@
+"""The drain: batches from the queue, applied to Delta tables exactly once.
+
+Per batch: read the events (COPY into Arrow), decode them per table in Spark, fold and MERGE
+each configured table (or append, in history mode), send bad events to the quarantine table,
+and only then finish the batch. Every Delta write is marked with appId =
+queue/consumer/target and version = the batch's end tick, so a batch redone after a crash
+skips the tables it had committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import psycopg
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc import decode, merge, pgtypes
+from cdc.config import Pipeline, TableMap
+from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
+
+log = logging.getLogger("cdc.drain")
+
+QUARANTINE_SCHEMA = [
+    ("ev_id", "long"),
+    ("ev_time", "timestamp"),
+    ("ev_txid", "long"),
+    ("ev_type", "string"),
+    ("ev_data", "string"),
+    ("ev_extra1", "string"),
+    ("ev_extra2", "string"),
+    ("ev_extra3", "string"),
+    ("ev_extra4", "string"),
+    ("tick_id", "long"),
+    ("reason", "string"),
+]
+
+
+@dataclass
+class BatchStats:
+    batch_id: int
+    tick_id: int
+    events: int = 0
+    quarantined: int = 0
+    per_table: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Drain:
+    """One pipeline's drain, on one Spark session and one PostgreSQL connection."""
+
+    def __init__(self, pipeline: Pipeline, spark: SparkSession, tick: bool = True) -> None:
+        self.pipeline = pipeline
+        self.spark = spark
+        self.tick_first = tick
+        self.conn = psycopg.connect(pipeline.source.dsn, autocommit=True)
+        self.source = QueueSource(self.conn, pipeline.source)
+        self.stopping = threading.Event()
+        self.source.register()
+        self._columns: dict[str, list[pgtypes.Column]] = {}
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ per batch
+
+    def columns(self, table: TableMap) -> list[pgtypes.Column]:
+        cols = pgtypes.columns(self.conn, table.schema, table.name)
+        if not cols:
+            raise merge_error(table, "does not exist in the source database")
+        if not any(c.is_key for c in cols):
+            raise merge_error(table, "has no primary key: the mirror needs one to fold by")
+        return cols
+
+    def _target(self, target: str, batch: BatchRef) -> merge.Target:
+        src = self.pipeline.source
+        return merge.Target(
+            self.pipeline.location(target), f"{src.queue}/{src.consumer}/{target}", batch.tick_id
+        )
+
+    def read(self, batch: BatchRef) -> DataFrame | None:
+        chunks = list(self.source.events(batch))
+        if not chunks:
+            return None
+        table = pa.Table.from_batches(chunks, schema=EVENT_SCHEMA)
+        frame = self.spark.createDataFrame(table)
+        return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
+
+    def apply(self, batch: BatchRef, on_stage: Callable[[str], None] | None = None) -> BatchStats:
+        """Applies one batch to every table and the quarantine, then finishes it."""
+        stats = BatchStats(batch.batch_id, batch.tick_id)
+        stage = on_stage or (lambda _name: None)
+        started = time.monotonic()
+        events = self.read(batch)
+        stats.seconds["read"] = time.monotonic() - started
+        stage("read")
+        if events is not None:
+            events = decode.with_op_and_map(events).cache()
+            try:
+                stats.events = events.count()
+                self._apply_tables(batch, events, stats, stage)
+            finally:
+                events.unpersist()
+        started = time.monotonic()
+        self.source.finish(batch)
+        stats.seconds["finish"] = time.monotonic() - started
+        stage("finished")
+        return stats
+
+    def _apply_tables(
+        self, batch: BatchRef, events: DataFrame, stats: BatchStats, stage: Callable[[str], None]
+    ) -> None:
+        bad: list[DataFrame] = []
+        known = [t.source for t in self.pipeline.tables]
+        unknown = events.where(~F.col("ev_extra1").isin(known) | F.col("ev_extra1").isNull())
+        bad.append(unknown.withColumn("reason", F.lit("table not in the configuration")))
+        for table in self.pipeline.tables:
+            started = time.monotonic()
+            mine = events.where(F.col("ev_extra1") == table.source)
+            columns = self.columns(table)
+            decoded = decode.decode_table(mine, columns)
+            bad.append(decoded.bad)
+            target = self._target(table.target, batch)
+            if table.mode == "history":
+                stats.per_table[table.target] = merge.apply_history(
+                    self.spark, target, decoded.rows, columns
+                )
+            else:
+                stats.per_table[table.target] = merge.apply_mirror(
+                    self.spark, target, decoded.rows, columns
+                )
+            stats.seconds[table.target] = time.monotonic() - started
+            stage("table:" + table.target)
+        stats.quarantined = self._quarantine(batch, bad)
+
+    def _quarantine(self, batch: BatchRef, bad: list[DataFrame]) -> int:
+        cols = [F.col(n).cast(t).alias(n) for n, t in QUARANTINE_SCHEMA]
+        frame = bad[0].select(*cols)
+        for other in bad[1:]:
+            frame = frame.unionByName(other.select(*cols))
+        frame = frame.cache()
+        try:
+            count = frame.count()
+            if count:
+                target = self._target(self.pipeline.quarantine, batch)
+                merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
+                merge.write(frame, target, "append")
+                log.warning(
+                    "%d event(s) of tick %d quarantined in %s",
+                    count,
+                    batch.tick_id,
+                    target.location,
+                )
+            return count
+        finally:
+            frame.unpersist()
+
+    # ------------------------------------------------------------------ runs
+
+    def run(
+        self, mode: str = "until-caught-up", on_batch: Callable[[BatchStats], None] | None = None
+    ) -> int:
+        """Applies batches: one (once), all there are (until-caught-up), or forever (follow).
+        Returns the number of batches applied."""
+        done = 0
+        if self.tick_first:
+            self.source.tick()
+        while not self.stopping.is_set():
+            batch = self.source.next_batch()
+            if batch is None:
+                if mode != "follow":
+                    break
+                self._wait_for_tick()
+                if self.tick_first:
+                    self.source.tick()
+                continue
+            stats = self.apply(batch)
+            done += 1
+            log.info(
+                "batch %d (tick %d): %d events, %s, %d quarantined",
+                stats.batch_id, stats.tick_id, stats.events, stats.per_table, stats.quarantined,
+            )  # fmt: skip
+            if on_batch:
+                on_batch(stats)
+            if mode == "once":
+                break
+        return done
+
+    def _wait_for_tick(self, timeout: float = 1.0) -> None:
+        """Sleeps until a tick NOTIFY arrives, at most timeout seconds (the polling fallback)."""
+        channel = "cdc_tick" if self.pipeline.source.queue_schema == "cdc" else None
+        if channel is None:
+            self.stopping.wait(timeout)
+            return
+        self.conn.execute("listen cdc_tick")
+        try:
+            select.select([self.conn.fileno()], [], [], timeout)
+            for _ in self.conn.notifies(timeout=0, stop_after=100):
+                pass
+        finally:
+            self.conn.execute("unlisten cdc_tick")
+
+    def stop_on_signals(self) -> None:
+        """SIGTERM / SIGINT stop the run between batches."""
+
+        def handler(signum: int, _frame: object) -> None:
+            log.info("signal %d: stopping after the current batch", signum)
+            self.stopping.set()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+
+def merge_error(table: TableMap, what: str) -> Exception:
+    from cdc.errors import ConfigError
+
+    return ConfigError(f"source table {table.source} {what}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--once", dest="mode", action="store_const", const="once", help="one batch, then exit"
+    )
+    how.add_argument(
+        "--until-caught-up",
+        dest="mode",
+        action="store_const",
+        const="until-caught-up",
+        help="every batch there is, then exit (the default: for cron and Airflow)",
+    )
+    how.add_argument(
+        "--follow",
+        dest="mode",
+        action="store_const",
+        const="follow",
+        help="keep going; SIGTERM stops between batches",
+    )
+    parser.add_argument(
+        "--no-tick", action="store_true", help="do not tick the queue (a ticker daemon does)"
+    )
+    parser.set_defaults(mode="until-caught-up")
+
+
+def run(args: argparse.Namespace) -> int:
+    """`cdc drain` and jobs/drain.py: one pipeline run in the given mode."""
+    from cdc import config as config_module
+    from cdc import spark as spark_module
+
+    pipeline = config_module.load(args.config)
+    session = spark_module.session("cdc-drain")
+    drain = Drain(pipeline, session, tick=not args.no_tick)
+    try:
+        drain.stop_on_signals()
+        batches = drain.run(args.mode)
+    finally:
+        drain.close()
+    log.info("%d batch(es) applied", batches)
+    return 0

@@ -1,0 +1,230 @@
+"""Folding one table's decoded events per key, and writing them to Delta exactly once.
+
+Fold (mirror mode), in ev_id order per primary key:
+- events before the batch's last TRUNCATE do not count, and the TRUNCATE empties the target;
+- the last INSERT or DELETE of a key resets it: what came before does not count;
+- from there, each column takes its last present value (sql-format UPDATEs carry only the
+  changed columns, so they merge column-wise onto the earlier state, in the batch or in Delta);
+- the last event decides: DELETE deletes, anything else upserts.
+
+Every write carries Delta's idempotent-write marks, appId = queue/consumer/target and
+version = the batch's tick id: a rerun of a batch after a crash skips what was committed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from cdc.pgtypes import Column
+
+TXN_APP = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+HISTORY_META = [
+    ("op", "string"),
+    ("ev_id", "long"),
+    ("ev_txid", "long"),
+    ("ev_time", "timestamp"),
+    ("tick_id", "long"),
+]
+PRUNABLE = ("short", "int", "long", "string", "date")
+
+
+@dataclass(frozen=True)
+class Target:
+    location: str  # a path, or a catalog name
+    app_id: str
+    version: int  # the batch's tick id
+
+    @property
+    def is_path(self) -> bool:
+        return "/" in self.location
+
+    @property
+    def sql_name(self) -> str:
+        if self.is_path:
+            return "delta.`" + self.location.replace("`", "``") + "`"
+        return ".".join("`" + p.replace("`", "``") + "`" for p in self.location.split("."))
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@contextmanager
+def idempotent(spark: SparkSession, target: Target) -> Iterator[None]:
+    """Delta's txnAppId / txnVersion for the writes in the block."""
+    spark.conf.set(TXN_APP, target.app_id)
+    spark.conf.set(TXN_VERSION, str(target.version))
+    try:
+        yield
+    finally:
+        spark.conf.unset(TXN_APP)
+        spark.conf.unset(TXN_VERSION)
+
+
+def table_exists(spark: SparkSession, target: Target) -> bool:
+    from delta.tables import DeltaTable
+
+    if target.is_path:
+        return DeltaTable.isDeltaTable(spark, target.location)
+    return spark.catalog.tableExists(target.location)
+
+
+def ensure_table(
+    spark: SparkSession, target: Target, schema: list[tuple[str, str]], key: list[str]
+) -> None:
+    """Creates the Delta table (deletion vectors on), or adds the columns it lacks."""
+    from delta.tables import DeltaTable
+
+    if not table_exists(spark, target):
+        builder = DeltaTable.createIfNotExists(spark)
+        builder = (
+            builder.location(target.location)
+            if target.is_path
+            else builder.tableName(target.location)
+        )
+        for name, spark_type in schema:
+            builder = builder.addColumn(name, spark_type, nullable=name not in key)
+        # column mapping by name: PostgreSQL column names may hold spaces and punctuation
+        builder.property("delta.enableDeletionVectors", "true").property(
+            "delta.columnMapping.mode", "name"
+        ).execute()
+        return
+    existing = {f.name.lower() for f in spark.table(target.sql_name).schema.fields}
+    missing = [(n, t) for n, t in schema if n.lower() not in existing]
+    if missing:
+        cols = ", ".join(f"{quote(n)} {t}" for n, t in missing)
+        spark.sql(f"alter table {target.sql_name} add columns ({cols})")
+
+
+def _after_truncate(rows: DataFrame) -> tuple[DataFrame, bool]:
+    last = rows.where(F.col("op") == "R").agg(F.max("ev_id")).collect()[0][0]
+    if last is None:
+        return rows, False
+    return rows.where(F.col("ev_id") > last), True
+
+
+def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
+    """One row per key: __op (D or U), __reset, and per column its value and __has_<n>."""
+    keys = [c.name for c in columns if c.is_key]
+    others = [c.name for c in columns if not c.is_key]
+    by_key = Window.partitionBy(*[F.col(quote(k)) for k in keys])
+    reset_at = F.max(F.when(F.col("op").isin("I", "D"), F.col("ev_id"))).over(by_key)
+    scoped = rows.withColumn("__reset_at", reset_at).where(
+        F.col("__reset_at").isNull() | (F.col("ev_id") >= F.col("__reset_at"))
+    )
+    aggs = [
+        F.max_by("op", "ev_id").alias("__op"),
+        F.max(F.col("op").isin("I", "D")).alias("__reset"),
+    ]
+    for name in others:
+        when_present = F.when(F.array_contains("present", name), F.col("ev_id"))
+        aggs.append(F.max_by(F.col(quote(name)), when_present).alias(name))
+        aggs.append(F.max(when_present.isNotNull()).alias("__has_" + name))
+    return scoped.groupBy(*[F.col(quote(k)) for k in keys]).agg(*aggs)
+
+
+def _literal(value: object) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | decimal.Decimal):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return f"date'{value.isoformat()}'"
+    return None
+
+
+def _pruning(folded: DataFrame, columns: list[Column]) -> str:
+    """A literal range on the first key column, so that the MERGE reads only the files whose
+    statistics overlap the batch's keys."""
+    first = next(c for c in columns if c.is_key)
+    if first.spark_type not in PRUNABLE:
+        return ""
+    low, high = folded.agg(F.min(quote(first.name)), F.max(quote(first.name))).collect()[0]
+    low_lit, high_lit = _literal(low), _literal(high)
+    if low_lit is None or high_lit is None:
+        return ""
+    return f" and t.{quote(first.name)} between {low_lit} and {high_lit}"
+
+
+def apply_mirror(
+    spark: SparkSession, target: Target, rows: DataFrame, columns: list[Column]
+) -> int:
+    """Folds the table's events and MERGEs them (or overwrites after a TRUNCATE); returns the
+    number of keys written."""
+    keys = [c.name for c in columns if c.is_key]
+    schema = [(c.name, c.spark_type) for c in columns]
+    ensure_table(spark, target, schema, keys)
+    rows, truncated = _after_truncate(rows)
+    folded = fold(rows, columns).cache()
+    try:
+        count = folded.count()
+        with idempotent(spark, target):
+            if truncated:
+                kept = folded.where(F.col("__op") != "D").select(
+                    *[F.col(quote(n)).cast(t).alias(n) for n, t in schema]
+                )
+                write(kept, target, "overwrite")
+                return count
+            if count == 0:
+                return 0
+            folded.createOrReplaceTempView("cdc_batch_source")
+            on = " and ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys) + _pruning(
+                folded, columns
+            )
+            sets = ", ".join(
+                f"{quote(c.name)} = case when s.__reset or s.{quote('__has_' + c.name)}"
+                f" then s.{quote(c.name)} else t.{quote(c.name)} end"
+                for c in columns
+                if not c.is_key
+            )
+            names = ", ".join(quote(n) for n, _ in schema)
+            values = ", ".join(f"s.{quote(n)}" for n, _ in schema)
+            spark.sql(
+                f"merge into {target.sql_name} t using cdc_batch_source s on {on}"
+                " when matched and s.__op = 'D' then delete"
+                + (f" when matched then update set {sets}" if sets else "")
+                + f" when not matched and s.__op <> 'D' then insert ({names}) values ({values})"
+            )
+        return count
+    finally:
+        folded.unpersist()
+
+
+def apply_history(
+    spark: SparkSession, target: Target, rows: DataFrame, columns: list[Column]
+) -> int:
+    """Appends one row per event (TRUNCATE included, with empty columns)."""
+    schema = HISTORY_META + [(c.name, c.spark_type) for c in columns]
+    ensure_table(spark, target, schema, [])
+    out = rows.select(*[F.col(quote(n)).cast(t).alias(n) for n, t in schema]).cache()
+    try:
+        count = out.count()
+        write(out, target, "append")
+        return count
+    finally:
+        out.unpersist()
+
+
+def write(frame: DataFrame, target: Target, mode: str) -> None:
+    """Writes with the idempotent-write options: Delta skips it when this appId already
+    committed this version."""
+    writer = (
+        frame.write.format("delta")
+        .mode(mode)
+        .option("txnAppId", target.app_id)
+        .option("txnVersion", target.version)
+    )
+    if target.is_path:
+        writer.save(target.location)
+    else:
+        writer.saveAsTable(target.location)

@@ -1,0 +1,82 @@
+"""Source columns from PostgreSQL's catalog, and the Spark type each one becomes.
+
+| PostgreSQL | Spark |
+|---|---|
+| int2 / int4 / int8 | short / int / long |
+| numeric(p,s) | decimal(p,s); numeric without a precision: decimal(38,18) |
+| float4 / float8 | float / double |
+| bool | boolean |
+| date | date |
+| timestamp | timestamp_ntz |
+| timestamptz | timestamp (an instant, shown in the session time zone) |
+| bytea | binary |
+| arrays of the above | arrays |
+| anything else: text, varchar, json, jsonb, uuid, enum, inet, time, interval ... | string |
+
+Domains are mapped as their base type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+
+COLUMNS_SQL = """
+select a.attname, a.attnum,
+       coalesce(nullif(bt.typbasetype, 0), a.atttypid)::regtype::text as base,
+       case when coalesce(nullif(bt.typbasetype, 0), a.atttypid) = a.atttypid then a.atttypmod
+            else bt.typtypmod end as typmod,
+       coalesce(a.attnum = any (i.indkey), false) as is_key
+  from pg_attribute a
+  join pg_type bt on bt.oid = a.atttypid
+  left join pg_index i on i.indrelid = a.attrelid and i.indisprimary
+ where a.attrelid = (select c.oid from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                      where n.nspname = %s and c.relname = %s)
+   and a.attnum > 0 and not a.attisdropped
+ order by a.attnum
+"""
+
+_SCALAR = {
+    "smallint": "short",
+    "integer": "int",
+    "bigint": "long",
+    "real": "float",
+    "double precision": "double",
+    "boolean": "boolean",
+    "date": "date",
+    "timestamp without time zone": "timestamp_ntz",
+    "timestamp with time zone": "timestamp",
+    "bytea": "binary",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    pg_type: str  # the base type as regtype text, "integer[]" for arrays
+    spark_type: str  # a Spark SQL type name
+    is_key: bool
+
+
+def spark_type(pg_type: str, typmod: int) -> str:
+    """The Spark SQL type for a PostgreSQL base type name (regtype text) and typmod."""
+    if pg_type.endswith("[]"):
+        return f"array<{spark_type(pg_type[:-2], typmod)}>"
+    if pg_type == "numeric":
+        if typmod >= 4:
+            precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF
+            if 0 < precision <= 38 and 0 <= scale <= precision:
+                return f"decimal({precision},{scale})"
+        return "decimal(38,18)"
+    return _SCALAR.get(pg_type, "string")
+
+
+def columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:
+    """The table's live columns in order, with their Spark types; the primary key marked.
+    Empty when there is no such table."""
+    rows = conn.execute(COLUMNS_SQL, (schema, table)).fetchall()
+    return [
+        Column(name, base, spark_type(base, typmod), bool(key))
+        for name, _, base, typmod, key in rows
+    ]

@@ -1,0 +1,161 @@
+"""The drain's side of the queue: ticks, batches and events, for our engine or a real PgQ.
+
+Both speak the same functions (``ticker``, ``force_tick``, ``register_consumer``,
+``next_batch_custom``, ``get_batch_events``, ``finish_batch``) in their own schema, ``cdc``
+or ``pgq``; the schema is always passed as an identifier. Events are read with COPY into
+Arrow record batches of bounded size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pyarrow as pa
+from psycopg import sql
+
+from cdc import errors
+from cdc.config import Source
+
+EVENT_SCHEMA = pa.schema(
+    [
+        ("ev_id", pa.int64()),
+        ("ev_time", pa.timestamp("us", tz="UTC")),
+        ("ev_txid", pa.int64()),
+        ("ev_retry", pa.int32()),
+        ("ev_type", pa.string()),
+        ("ev_data", pa.string()),
+        ("ev_extra1", pa.string()),
+        ("ev_extra2", pa.string()),
+        ("ev_extra3", pa.string()),
+        ("ev_extra4", pa.string()),
+    ]
+)
+
+ARROW_CHUNK = 100_000
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    batch_id: int
+    tick_id: int  # the batch's end tick: stable across a reissued batch_id
+    prev_tick_id: int
+    events_upper_bound: int  # from the ticks' event sequence positions
+
+
+class QueueSource:
+    """One consumer's view of one queue, on one autocommit connection."""
+
+    def __init__(self, conn: psycopg.Connection, cfg: Source) -> None:
+        self.conn = conn
+        self.cfg = cfg
+        self.schema = sql.Identifier(cfg.queue_schema)
+
+    def _call(self, fn: str, *args: object) -> object:
+        query = sql.SQL("select {}.{}({})").format(
+            self.schema, sql.Identifier(fn), sql.SQL(", ").join(sql.Placeholder() * len(args))
+        )
+        try:
+            row = self.conn.execute(query, args).fetchone()
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        return row[0] if row else None
+
+    def register(self) -> None:
+        self._call("register_consumer", self.cfg.queue, self.cfg.consumer)
+
+    def tick(self) -> None:
+        """Makes a tick now (for runs without a ticker daemon): events committed before this
+        call are in the next batches."""
+        self._call("force_tick", self.cfg.queue)
+        self._call("ticker", self.cfg.queue)
+
+    def _min_count(self) -> int | None:
+        """How many events to ask next_batch_custom for, so that the batch joins as many ticks
+        as fit in max_events (at least one tick)."""
+        query = sql.SQL(
+            "with s as (select sub_last_tick, sub_batch, sub_queue from {s}.subscription"
+            " join {s}.queue on queue_id = sub_queue join {s}.consumer on co_id = sub_consumer"
+            " where queue_name = %s and co_name = %s),"
+            " prev as (select tick_event_seq from {s}.tick, s"
+            " where tick_queue = sub_queue and tick_id = sub_last_tick)"
+            " select (select sub_batch from s),"
+            " (select max(t.tick_event_seq) - (select tick_event_seq from prev)"
+            "  from {s}.tick t, s where t.tick_queue = s.sub_queue and t.tick_id > s.sub_last_tick"
+            "  and t.tick_event_seq - (select tick_event_seq from prev) <= %s)"
+        ).format(s=self.schema)
+        try:
+            row = self.conn.execute(
+                query, (self.cfg.queue, self.cfg.consumer, self.cfg.max_events)
+            ).fetchone()
+        except psycopg.Error:
+            return None  # the tables are not readable to this role: one tick per batch
+        if row is None or row[0] is not None or row[1] is None or row[1] < 1:
+            return None
+        return int(row[1])
+
+    def next_batch(self) -> BatchRef | None:
+        """The open batch, or the next one; None when the consumer is caught up."""
+        min_count = self._min_count()
+        query = sql.SQL(
+            "select batch_id, cur_tick_id, prev_tick_id, cur_tick_event_seq - prev_tick_event_seq"
+            " from {}.next_batch_custom(%s, %s, null, %s, null)"
+        ).format(self.schema)
+        try:
+            row = self.conn.execute(
+                query, (self.cfg.queue, self.cfg.consumer, min_count)
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        if row is None or row[0] is None:
+            return None
+        return BatchRef(int(row[0]), int(row[1]), int(row[2]), int(row[3] or 0))
+
+    def events(self, batch: BatchRef) -> Iterator[pa.RecordBatch]:
+        """The batch's events in ev_id order as Arrow record batches of at most ARROW_CHUNK
+        rows, read with COPY (one pass, memory bounded by the chunk)."""
+        query = sql.SQL(
+            "copy (select ev_id, ev_time, ev_txid::bigint, ev_retry, ev_type, ev_data,"
+            " ev_extra1, ev_extra2, ev_extra3, ev_extra4 from {}.get_batch_events({})"
+            " order by ev_id) to stdout"
+        ).format(self.schema, sql.Literal(batch.batch_id))
+        columns: list[list[object]] = [[] for _ in EVENT_SCHEMA]
+        try:
+            with self.conn.cursor() as cur, cur.copy(query) as copy:
+                copy.set_types(
+                    [
+                        "int8",
+                        "timestamptz",
+                        "int8",
+                        "int4",
+                        "text",
+                        "text",
+                        "text",
+                        "text",
+                        "text",
+                        "text",
+                    ]
+                )
+                for row in copy.rows():
+                    for col, value in zip(columns, row, strict=True):
+                        col.append(value)
+                    if len(columns[0]) >= ARROW_CHUNK:
+                        yield pa.RecordBatch.from_arrays(
+                            [
+                                pa.array(c, type=f.type)
+                                for c, f in zip(columns, EVENT_SCHEMA, strict=True)
+                            ],
+                            schema=EVENT_SCHEMA,
+                        )
+                        columns = [[] for _ in EVENT_SCHEMA]
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        if columns[0]:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(c, type=f.type) for c, f in zip(columns, EVENT_SCHEMA, strict=True)],
+                schema=EVENT_SCHEMA,
+            )
+
+    def finish(self, batch: BatchRef) -> None:
+        self._call("finish_batch", batch.batch_id)
