@@ -1,4 +1,10 @@
-.PHONY: test setup lint bench
+.PHONY: demo test setup lint bench
+
+# Set up everything (venv, packages, jars), then replicate a small shop from an embedded
+# PostgreSQL into Delta tables under demo-output/ and check that they match.
+demo:
+	scripts/setup.sh
+	.venv/bin/cdc demo --dir demo-output
 
 # Set up everything (venv, packages, PostgreSQL 15) and run the tests on both servers.
 test:

@@ -148,6 +148,12 @@ def cmd_drain(args: argparse.Namespace) -> int:
     return drain.run(args)
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from cdc import demo
+
+    return demo.main(["--dir", args.dir])
+
+
 def cmd_jars(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -230,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cdc.drain import add_arguments
 
     add_arguments(sp)
+
+    sp = add("demo", cmd_demo, "replicate a small shop from an embedded PostgreSQL into Delta")
+    sp.add_argument("--dir", default="demo-output", help="where the Delta tables go")
 
     sp = add("jars", cmd_jars, "fetch the Delta and PostgreSQL JDBC jars through Maven")
     sp.add_argument("--dest", help="folder (default: $CDC_JARS_DIR or ~/.cache/cdc-delta/jars)")

@@ -3,7 +3,8 @@
 | PostgreSQL | Spark |
 |---|---|
 | int2 / int4 / int8 | short / int / long |
-| numeric(p,s) | decimal(p,s); numeric without a precision: decimal(38,18) |
+| numeric(p,s) with p <= 38 | decimal(p,s) |
+| numeric without a precision (any scale), or p > 38 | string: its exact text |
 | float4 / float8 | float / double |
 | bool | boolean |
 | date | date |
@@ -68,7 +69,9 @@ def spark_type(pg_type: str, typmod: int) -> str:
             precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF
             if 0 < precision <= 38 and 0 <= scale <= precision:
                 return f"decimal({precision},{scale})"
-        return "decimal(38,18)"
+        # no fixed scale (or more digits than Spark's decimal holds): any decimal type would
+        # round some values, so the exact text is kept
+        return "string"
     return _SCALAR.get(pg_type, "string")
 
 

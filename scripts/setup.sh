@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prepares this checkout on a fresh machine: a virtual environment in .venv with the package
-# and its development tools, and Debian's PostgreSQL 15 (a second major version for the tests,
-# and the server PgQ's packages build against) when apt-get is available.
+# and its development tools; Java 17 and Maven when missing; the Delta and PostgreSQL JDBC
+# jars through Maven (`cdc jars`, into ~/.cache/cdc-delta/jars); and Debian's PostgreSQL 15
+# (a second major version for the tests, and the server PgQ's packages build against) when
+# apt-get is available.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,3 +24,18 @@ if [ ! -x "$PG15/pg_ctl" ] || ! ls /usr/share/postgresql/15/extension/pgq.contro
         echo "note: $PG15 not found and apt-get unavailable (or not root): tests run on the embedded server only" >&2
     fi
 fi
+
+APT_NEEDED=()
+command -v java >/dev/null || APT_NEEDED+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || APT_NEEDED+=(maven)
+if [ ${#APT_NEEDED[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+        echo "installing ${APT_NEEDED[*]} ..."
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${APT_NEEDED[@]}" >/dev/null
+    else
+        echo "error: install ${APT_NEEDED[*]} (Java 17 and Maven), then run this again" >&2
+        exit 1
+    fi
+fi
+.venv/bin/cdc jars

@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cdc import capture, pgtypes
+from cdc import capture, compare, pgtypes
 from cdc.capture import CaptureOptions
 from cdc.drain import Drain
 from cdc.queue import Consumer, Queue
@@ -36,8 +36,8 @@ def tables_conf() -> list[dict[str, str]]:
 
 def assert_mirrored(conn: psycopg.Connection, spark, root: Path, table: str) -> None:
     cols = pgtypes.columns(conn, "public", table)
-    expected = drainkit.source_rows(conn, "public", table)
-    got = drainkit.delta_rows(spark, str(root / table), cols)
+    expected = compare.source_rows(conn, "public", table)
+    got = compare.delta_rows(spark, str(root / table), cols)
     assert got == expected, f"{table}: Delta differs from the source"
 
 
