@@ -66,9 +66,6 @@ class Pipeline:
     quarantine: str = "_quarantine"
     path: Path | None = field(default=None, compare=False)
 
-    def table(self, source: str) -> TableMap | None:
-        return next((t for t in self.tables if t.source == source), None)
-
     def location(self, target: str) -> str:
         """Where a target table lives: a path below target.path, unless it is a catalog name
         (``db.table``)."""
@@ -151,11 +148,11 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
                 f"{where}.target must be a path below target.path, not {target_name!r}"
             )
         maps.append(TableMap(source=name, target=target_name, mode=mode))
-    for attr in ("source", "target"):
-        seen = [getattr(m, attr) for m in maps]
-        dup = sorted({s for s in seen if seen.count(s) > 1})
-        if dup:
-            raise ConfigError(f"tables: {attr} {', '.join(dup)} listed more than once")
+    # one source may feed several targets (a mirror and a history), each target one source
+    seen = [m.target for m in maps]
+    dup = sorted({t for t in seen if seen.count(t) > 1})
+    if dup:
+        raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
     if quarantine in {m.target for m in maps}:
         raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
     return Pipeline(source, target_path, tuple(maps), quarantine, path)

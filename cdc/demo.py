@@ -216,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("or without Spark (delta-rs):")
     print(
-        f'   .venv/bin/python -c "from deltalake import DeltaTable; '
-        f"print(DeltaTable('{delta_root}/customers').to_pandas())\""
+        '   .venv/bin/python -c "from deltalake import DeltaTable, QueryBuilder; '
+        f"print(QueryBuilder().register('c', DeltaTable('{delta_root}/customers'))"
+        '.execute(\'select * from c order by id\').read_all())"'
     )
     print(
         f"{'All tables match.' if ok else 'MISMATCH: see above.'}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import select
 import signal
 import threading
@@ -28,6 +29,10 @@ from cdc.config import Pipeline, TableMap
 from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
 
 log = logging.getLogger("cdc.drain")
+
+# The stage at which a drain kills itself (SIGKILL): "read", "table:<target>" (after that
+# table's commit), "merged" (every table committed, batch not finished), "finished".
+KILL_AT_ENV = "CDC_DRAIN_KILL_AT"
 
 QUARANTINE_SCHEMA = [
     ("ev_id", "long"),
@@ -97,7 +102,13 @@ class Drain:
     def apply(self, batch: BatchRef, on_stage: Callable[[str], None] | None = None) -> BatchStats:
         """Applies one batch to every table and the quarantine, then finishes it."""
         stats = BatchStats(batch.batch_id, batch.tick_id)
-        stage = on_stage or (lambda _name: None)
+
+        def stage(name: str) -> None:
+            if os.environ.get(KILL_AT_ENV) == name:  # fault injection for the crash tests
+                os.kill(os.getpid(), signal.SIGKILL)
+            if on_stage is not None:
+                on_stage(name)
+
         started = time.monotonic()
         events = self.read(batch)
         stats.seconds["read"] = time.monotonic() - started
@@ -109,6 +120,7 @@ class Drain:
                 self._apply_tables(batch, events, stats, stage)
             finally:
                 events.unpersist()
+        stage("merged")
         started = time.monotonic()
         self.source.finish(batch)
         stats.seconds["finish"] = time.monotonic() - started

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc import jars
@@ -81,6 +82,10 @@ def session(app_name: str = "cdc", conf: dict[str, str] | None = None) -> SparkS
         builder = builder.master(os.environ.get("CDC_SPARK_MASTER", "local[2]"))
         # Python workers run this interpreter, which has the package and its dependencies
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        log_conf = Path(__file__).with_name("log4j2.properties")
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_conf}"
+        )
         settings = {**LOCAL_CONF, "spark.pyspark.python": os.environ["PYSPARK_PYTHON"], **settings}
     for key, value in settings.items():
         builder = builder.config(key, value)
