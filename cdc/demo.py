@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         '   .venv/bin/python -c "from deltalake import DeltaTable, QueryBuilder; '
         f"print(QueryBuilder().register('c', DeltaTable('{delta_root}/customers'))"
-        '.execute(\'select * from c order by id\').read_all())"'
+        ".execute('select * from c order by id').read_all())\""
     )
     print(
         f"{'All tables match.' if ok else 'MISMATCH: see above.'}"

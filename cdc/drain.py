@@ -116,7 +116,6 @@ class Drain:
         if events is not None:
             events = decode.with_op_and_map(events).cache()
             try:
-                stats.events = events.count()
                 self._apply_tables(batch, events, stats, stage)
             finally:
                 events.unpersist()
@@ -130,50 +129,68 @@ class Drain:
     def _apply_tables(
         self, batch: BatchRef, events: DataFrame, stats: BatchStats, stage: Callable[[str], None]
     ) -> None:
+        counts: dict[str | None, int] = {}
+        truncated: dict[str | None, int] = {}
+        for row in (
+            events.groupBy("ev_extra1", "op")
+            .agg(F.count("*").alias("n"), F.max("ev_id").alias("last"))
+            .collect()
+        ):
+            counts[row.ev_extra1] = counts.get(row.ev_extra1, 0) + row.n
+            if row.op == "R":
+                truncated[row.ev_extra1] = row.last
+        stats.events = sum(counts.values())
+        known = {t.source for t in self.pipeline.tables}
         bad: list[DataFrame] = []
-        known = [t.source for t in self.pipeline.tables]
-        unknown = events.where(~F.col("ev_extra1").isin(known) | F.col("ev_extra1").isNull())
-        bad.append(unknown.withColumn("reason", F.lit("table not in the configuration")))
+        if set(counts) - known:
+            unknown = events.where(~F.col("ev_extra1").isin(*known) | F.col("ev_extra1").isNull())
+            bad.append(unknown.withColumn("reason", F.lit("table not in the configuration")))
         for table in self.pipeline.tables:
             started = time.monotonic()
-            mine = events.where(F.col("ev_extra1") == table.source)
             columns = self.columns(table)
-            decoded = decode.decode_table(mine, columns)
-            bad.append(decoded.bad)
             target = self._target(table.target, batch)
+            stats.per_table[table.target] = counts.get(table.source, 0)
+            if not counts.get(table.source):
+                self._ensure(table, target, columns)
+                continue
+            decoded = decode.decode_table(events.where(F.col("ev_extra1") == table.source), columns)
+            bad.append(decoded.bad)
             if table.mode == "history":
-                stats.per_table[table.target] = merge.apply_history(
-                    self.spark, target, decoded.rows, columns
-                )
+                merge.apply_history(self.spark, target, decoded.rows, columns)
             else:
-                stats.per_table[table.target] = merge.apply_mirror(
-                    self.spark, target, decoded.rows, columns
+                merge.apply_mirror(
+                    self.spark, target, decoded.rows, columns, truncated.get(table.source)
                 )
             stats.seconds[table.target] = time.monotonic() - started
             stage("table:" + table.target)
         stats.quarantined = self._quarantine(batch, bad)
 
+    def _ensure(self, table: TableMap, target: merge.Target, columns: list[pgtypes.Column]) -> None:
+        """Creates an empty target (or adds new columns) for a table without events."""
+        if table.mode == "history":
+            schema = merge.HISTORY_META + [(c.name, c.spark_type) for c in columns]
+            merge.ensure_table(self.spark, target, schema, [])
+        else:
+            keys = [c.name for c in columns if c.is_key]
+            merge.ensure_table(self.spark, target, [(c.name, c.spark_type) for c in columns], keys)
+
     def _quarantine(self, batch: BatchRef, bad: list[DataFrame]) -> int:
+        if not bad:
+            return 0
         cols = [F.col(n).cast(t).alias(n) for n, t in QUARANTINE_SCHEMA]
         frame = bad[0].select(*cols)
         for other in bad[1:]:
             frame = frame.unionByName(other.select(*cols))
-        frame = frame.cache()
-        try:
-            count = frame.count()
-            if count:
-                target = self._target(self.pipeline.quarantine, batch)
-                merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
-                merge.write(frame, target, "append")
-                log.warning(
-                    "%d event(s) of tick %d quarantined in %s",
-                    count,
-                    batch.tick_id,
-                    target.location,
-                )
-            return count
-        finally:
-            frame.unpersist()
+        rows = frame.collect()  # bad events are few; a batch of them is still bounded
+        if not rows:
+            return 0
+        target = self._target(self.pipeline.quarantine, batch)
+        merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
+        merge.write(self.spark.createDataFrame(rows, frame.schema), target, "append")
+        log.warning(
+            "%d event(s) of tick %d quarantined in %s", len(rows), batch.tick_id, target.location
+        )
+        return len(rows)
 
     # ------------------------------------------------------------------ runs
 

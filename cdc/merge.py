@@ -104,11 +104,11 @@ def ensure_table(
         spark.sql(f"alter table {target.sql_name} add columns ({cols})")
 
 
-def _after_truncate(rows: DataFrame) -> tuple[DataFrame, bool]:
-    last = rows.where(F.col("op") == "R").agg(F.max("ev_id")).collect()[0][0]
-    if last is None:
-        return rows, False
-    return rows.where(F.col("ev_id") > last), True
+def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFrame:
+    """The events after the batch's last TRUNCATE of the table (all of them without one)."""
+    if truncate_ev_id is None:
+        return rows
+    return rows.where(F.col("ev_id") > truncate_ev_id)
 
 
 def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
@@ -157,30 +157,29 @@ def _pruning(folded: DataFrame, columns: list[Column]) -> str:
 
 
 def apply_mirror(
-    spark: SparkSession, target: Target, rows: DataFrame, columns: list[Column]
-) -> int:
-    """Folds the table's events and MERGEs them (or overwrites after a TRUNCATE); returns the
-    number of keys written."""
+    spark: SparkSession,
+    target: Target,
+    rows: DataFrame,
+    columns: list[Column],
+    truncate_ev_id: int | None = None,
+) -> None:
+    """Folds the table's events and MERGEs them into the target, or, when the batch holds a
+    TRUNCATE of the table, overwrites the target with what follows it."""
     keys = [c.name for c in columns if c.is_key]
     schema = [(c.name, c.spark_type) for c in columns]
     ensure_table(spark, target, schema, keys)
-    rows, truncated = _after_truncate(rows)
-    folded = fold(rows, columns).cache()
+    folded = fold(after_last_truncate(rows, truncate_ev_id), columns).cache()
     try:
-        count = folded.count()
         with idempotent(spark, target):
-            if truncated:
+            if truncate_ev_id is not None:
                 kept = folded.where(F.col("__op") != "D").select(
                     *[F.col(quote(n)).cast(t).alias(n) for n, t in schema]
                 )
                 write(kept, target, "overwrite")
-                return count
-            if count == 0:
-                return 0
+                return
             folded.createOrReplaceTempView("cdc_batch_source")
-            on = " and ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys) + _pruning(
-                folded, columns
-            )
+            on = " and ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+            on += _pruning(folded, columns)  # runs the fold once, into the cache
             sets = ", ".join(
                 f"{quote(c.name)} = case when s.__reset or s.{quote('__has_' + c.name)}"
                 f" then s.{quote(c.name)} else t.{quote(c.name)} end"
@@ -195,24 +194,17 @@ def apply_mirror(
                 + (f" when matched then update set {sets}" if sets else "")
                 + f" when not matched and s.__op <> 'D' then insert ({names}) values ({values})"
             )
-        return count
     finally:
         folded.unpersist()
 
 
 def apply_history(
     spark: SparkSession, target: Target, rows: DataFrame, columns: list[Column]
-) -> int:
+) -> None:
     """Appends one row per event (TRUNCATE included, with empty columns)."""
     schema = HISTORY_META + [(c.name, c.spark_type) for c in columns]
     ensure_table(spark, target, schema, [])
-    out = rows.select(*[F.col(quote(n)).cast(t).alias(n) for n, t in schema]).cache()
-    try:
-        count = out.count()
-        write(out, target, "append")
-        return count
-    finally:
-        out.unpersist()
+    write(rows.select(*[F.col(quote(n)).cast(t).alias(n) for n, t in schema]), target, "append")
 
 
 def write(frame: DataFrame, target: Target, mode: str) -> None:

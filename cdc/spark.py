@@ -33,7 +33,7 @@ DELTA_CONF = {
 }
 
 LOCAL_CONF = {
-    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.shuffle.partitions": "2",
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "2g",

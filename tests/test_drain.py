@@ -13,6 +13,9 @@ from cdc.drain import Drain
 from cdc.queue import Consumer, Queue
 from tests import drainkit
 
+# Spark and Delta: run once per suite run (see scripts/test.sh), not once per server
+pytestmark = pytest.mark.spark
+
 FORMATS = ("json", "urlenc", "sql")
 
 
