@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from cdc import capture, compare, pgtypes
 from cdc.capture import CaptureOptions
 from cdc.drain import Drain
 from cdc.queue import Consumer, Queue
 from tests import drainkit
+from tests import test_capture_pgq as pgq_diff
 
 # Spark and Delta: run once per suite run (see scripts/test.sh), not once per server
 pytestmark = pytest.mark.spark
+
+# the throwaway PostgreSQL 15 cluster with PgQ of the differential capture test
+pgq_admin_dsn = pgq_diff.pgq_admin_dsn
 
 FORMATS = ("json", "urlenc", "sql")
 
@@ -250,3 +256,43 @@ def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):
     rs_rows = list(zip(*(table.column(n).to_pylist() for n in ("id", "v")), strict=True))
     src = [tuple(r) for r in conn.execute("select id, v from a order by id").fetchall()]
     assert rs_rows == src
+
+
+def test_consumes_a_real_pgq_queue(pgq_admin_dsn, spark, tmp_path):
+    """queue_schema = "pgq": PgQ 3.5's own queue and C triggers, drained the same way."""
+    name = f"drain_pgq_{uuid.uuid4().hex[:10]}"
+    dsn = pgq_diff._create_db(pgq_admin_dsn, name)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("create extension pgq")
+            conn.execute("select pgq.create_queue('q')")
+            conn.execute("select pgq.register_consumer('q', 'delta')")
+            conn.execute(drainkit.TYPES_DDL.format(name="t_json"))
+            conn.execute("create table t_urlenc (like t_json including all)")
+            conn.execute("create table t_sql (like t_json including all)")
+            for fmt, func in (("json", "jsontriga"), ("urlenc", "logutriga"), ("sql", "sqltriga")):
+                conn.execute(
+                    f"create trigger cap after insert or update or delete on t_{fmt}"
+                    f" for each row execute procedure pgq.{func}('q')"
+                )
+                conn.execute(
+                    f"create trigger cap_trunc after truncate on t_{fmt}"
+                    f" for each statement execute procedure pgq.{func}('q')"
+                )
+            for fmt in FORMATS:
+                t = f"t_{fmt}"
+                conn.execute(f"insert into {t} values " + ", ".join(drainkit.SPECIAL_ROWS))
+                conn.execute(f"update {t} set t = 'changed', num = 1 where id = 1")
+                conn.execute(f"delete from {t} where id = 4")
+            pipe = drainkit.pipeline(dsn, str(tmp_path), tables_conf(), queue_schema="pgq")
+            drain = Drain(pipe, spark)
+            try:
+                assert drain.run() >= 1
+            finally:
+                drain.close()
+            for fmt in FORMATS:
+                assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
+    finally:
+        pgq_diff._admin_exec(
+            pgq_admin_dsn, sql.SQL("drop database {} with (force)").format(sql.Identifier(name))
+        )
