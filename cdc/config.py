@@ -8,6 +8,8 @@
     consumer = "delta"
     queue_schema = "cdc"          # "pgq" consumes a real PgQ queue
     max_events = 1000000          # several ticks join into one batch up to this many events
+    jdbc_min_events = 2000000     # larger batches: Spark reads them over JDBC, in slices
+    jdbc_partitions = 8           # ... this many, by ev_id ranges
 
     [target]
     path = "/data/delta"          # one Delta table per source table below it
@@ -41,6 +43,8 @@ class Source:
     consumer: str
     queue_schema: str = "cdc"
     max_events: int = 1_000_000
+    jdbc_min_events: int = 2_000_000  # batches this large are read by Spark over JDBC
+    jdbc_partitions: int = 8
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,13 @@ def _text(section: dict[str, Any], where: str, key: str, default: str | None = N
     return value.strip()
 
 
+def _positive(section: dict[str, Any], key: str, default: int) -> int:
+    value = section.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"source.{key} must be a positive integer, not {value!r}")
+    return value
+
+
 def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
     extra = sorted(set(section) - known)
     if extra:
@@ -101,7 +112,19 @@ def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
 def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
     _unknown(data, "the configuration", {"source", "target", "tables"})
     src = _section(data, "source")
-    _unknown(src, "source", {"dsn", "queue", "consumer", "queue_schema", "max_events"})
+    _unknown(
+        src,
+        "source",
+        {
+            "dsn",
+            "queue",
+            "consumer",
+            "queue_schema",
+            "max_events",
+            "jdbc_min_events",
+            "jdbc_partitions",
+        },
+    )
     dsn = src.get("dsn") or os.environ.get("CDC_DSN")
     if not dsn:
         raise ConfigError("source.dsn is missing (or set CDC_DSN)")
@@ -110,15 +133,20 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         raise ConfigError(
             f"source.queue_schema must be one of {', '.join(QUEUE_SCHEMAS)}, not {schema!r}"
         )
-    max_events = src.get("max_events", 1_000_000)
-    if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1:
-        raise ConfigError(f"source.max_events must be a positive integer, not {max_events!r}")
+    numbers = {
+        key: _positive(src, key, default)
+        for key, default in (
+            ("max_events", 1_000_000),
+            ("jdbc_min_events", 2_000_000),
+            ("jdbc_partitions", 8),
+        )
+    }
     source = Source(
         dsn=_text({"dsn": dsn}, "source", "dsn"),
         queue=_text(src, "source", "queue"),
         consumer=_text(src, "source", "consumer"),
         queue_schema=schema,
-        max_events=max_events,
+        **numbers,
     )
     target = _section(data, "target")
     _unknown(target, "target", {"path", "quarantine"})

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc import decode, merge, pgtypes
+from cdc import source as source_module
 from cdc.config import Pipeline, TableMap
 from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
 
@@ -92,11 +93,38 @@ class Drain:
         )
 
     def read(self, batch: BatchRef) -> DataFrame | None:
+        src = self.pipeline.source
+        jdbc = source_module.jdbc_url(src.dsn)
+        if batch.events_upper_bound >= src.jdbc_min_events:
+            if jdbc is not None:
+                return self._read_jdbc(batch, *jdbc)
+            log.warning(
+                "batch %d is large but the DSN names a unix socket: read with COPY", batch.batch_id
+            )
         chunks = list(self.source.events(batch))
         if not chunks:
             return None
         table = pa.Table.from_batches(chunks, schema=EVENT_SCHEMA)
         frame = self.spark.createDataFrame(table)
+        return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
+
+    def _read_jdbc(self, batch: BatchRef, url: str, props: dict[str, str]) -> DataFrame:
+        """The batch through Spark's JDBC source, one slice of ev_ids per partition, read in
+        parallel by the executors."""
+        frames = [
+            self.spark.read.jdbc(
+                url,
+                source_module.jdbc_table(self.pipeline.source.queue_schema, batch, lo, hi),
+                properties=props,
+            )
+            for lo, hi in source_module.jdbc_slices(batch, self.pipeline.source.jdbc_partitions)
+        ]
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.unionByName(other)
+        frame = frame.select(
+            *[F.col(f.name).cast(_spark_type(f.type)).alias(f.name) for f in EVENT_SCHEMA]
+        )
         return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
 
     def apply(self, batch: BatchRef, on_stage: Callable[[str], None] | None = None) -> BatchStats:
@@ -246,6 +274,16 @@ class Drain:
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+
+
+def _spark_type(arrow_type: pa.DataType) -> str:
+    if pa.types.is_timestamp(arrow_type):
+        return "timestamp"
+    if pa.types.is_int64(arrow_type):
+        return "long"
+    if pa.types.is_int32(arrow_type):
+        return "int"
+    return "string"
 
 
 def merge_error(table: TableMap, what: str) -> Exception:

@@ -8,6 +8,7 @@ Arrow record batches of bounded size.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -41,7 +42,12 @@ class BatchRef:
     batch_id: int
     tick_id: int  # the batch's end tick: stable across a reissued batch_id
     prev_tick_id: int
-    events_upper_bound: int  # from the ticks' event sequence positions
+    first_seq: int  # the event sequence at the batch's first tick
+    last_seq: int  # and at its end tick: most of its events have ids in between
+
+    @property
+    def events_upper_bound(self) -> int:
+        return self.last_seq - self.first_seq
 
 
 class QueueSource:
@@ -99,7 +105,7 @@ class QueueSource:
         """The open batch, or the next one; None when the consumer is caught up."""
         min_count = self._min_count()
         query = sql.SQL(
-            "select batch_id, cur_tick_id, prev_tick_id, cur_tick_event_seq - prev_tick_event_seq"
+            "select batch_id, cur_tick_id, prev_tick_id, prev_tick_event_seq, cur_tick_event_seq"
             " from {}.next_batch_custom(%s, %s, null, %s, null)"
         ).format(self.schema)
         try:
@@ -110,7 +116,7 @@ class QueueSource:
             raise errors.translate(exc) from exc
         if row is None or row[0] is None:
             return None
-        return BatchRef(int(row[0]), int(row[1]), int(row[2]), int(row[3] or 0))
+        return BatchRef(int(row[0]), int(row[1]), int(row[2]), int(row[3] or 0), int(row[4] or 0))
 
     def events(self, batch: BatchRef) -> Iterator[pa.RecordBatch]:
         """The batch's events in ev_id order as Arrow record batches of at most ARROW_CHUNK
@@ -159,3 +165,51 @@ class QueueSource:
 
     def finish(self, batch: BatchRef) -> None:
         self._call("finish_batch", batch.batch_id)
+
+
+def jdbc_url(dsn: str) -> tuple[str, dict[str, str]] | None:
+    """The JDBC URL and properties for a libpq DSN; None when it names a unix socket (which the
+    JDBC driver does not reach)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = conninfo_to_dict(dsn)
+    host = str(params.get("host") or "localhost")
+    if host.startswith("/") or "," in host:
+        return None
+    url = f"jdbc:postgresql://{host}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
+    props = {"driver": "org.postgresql.Driver"}
+    for key in ("user", "password"):
+        if params.get(key):
+            props[key] = str(params[key])
+    return url, props
+
+
+def jdbc_slices(batch: BatchRef, parts: int) -> list[tuple[int | None, int | None]]:
+    """ev_id ranges [from, to) covering everything, the outer ones open: parts slices of the
+    span between the batch's ticks' sequence positions."""
+    span = max(batch.last_seq - batch.first_seq, parts)
+    bounds = [batch.first_seq + span * i // parts for i in range(1, parts)]
+    edges: list[int | None] = [None, *bounds, None]
+    return list(itertools.pairwise(edges))
+
+
+def jdbc_table(schema: str, batch: BatchRef, lo: int | None, hi: int | None) -> str:
+    """The subquery one JDBC slice reads."""
+    cols = ", ".join(EVENT_SCHEMA.names).replace("ev_txid", "ev_txid::bigint as ev_txid")
+    lo_sql = "null" if lo is None else str(lo)
+    hi_sql = "null" if hi is None else str(hi)
+    if schema == "cdc":
+        return f"(select {cols} from cdc.get_batch_events({batch.batch_id}, {lo_sql}, {hi_sql})) e"
+    # PgQ has no slice function: each slice filters the whole batch
+    cond = (
+        " and ".join(
+            c
+            for c in (
+                (f"ev_id >= {lo}" if lo is not None else ""),
+                (f"ev_id < {hi}" if hi is not None else ""),
+            )
+            if c
+        )
+        or "true"
+    )
+    return f"(select {cols} from {schema}.get_batch_events({batch.batch_id}) where {cond}) e"

@@ -166,3 +166,20 @@ def test_array_literal_round_trip(items):
 )
 def test_spark_types(pg, typmod, spark):
     assert pgtypes.spark_type(pg, typmod) == spark
+
+
+def test_jdbc_slices_cover_every_ev_id():
+    from cdc.source import BatchRef, jdbc_slices
+
+    slices = jdbc_slices(BatchRef(1, 2, 1, first_seq=100, last_seq=200), 4)
+    assert slices == [(None, 125), (125, 150), (150, 175), (175, None)]
+    assert jdbc_slices(BatchRef(1, 2, 1, first_seq=5, last_seq=5), 2) == [(None, 6), (6, None)]
+
+
+def test_jdbc_url_from_a_dsn():
+    from cdc.source import jdbc_url
+
+    url, props = jdbc_url("host=db.example port=6543 dbname=shop user=u password=p")
+    assert url == "jdbc:postgresql://db.example:6543/shop"
+    assert props == {"driver": "org.postgresql.Driver", "user": "u", "password": "p"}
+    assert jdbc_url("host=/var/run/postgresql dbname=shop") is None

@@ -26,6 +26,39 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc.get_batch_events(batch_id, ev_id_from, ev_id_to)
+--
+--      The batch's events with ev_id_from <= ev_id < ev_id_to (NULL: no bound), ordered by
+--      ev_id: one slice of a large batch, so that several readers (Spark's JDBC partitions)
+--      read it in parallel, each with one index range scan.
+--
+-- Tables: cdc.event partitions of the batch's queue
+-- ----------------------------------------------------------------------
+create or replace function cdc.get_batch_events(
+    in  i_batch_id   bigint,
+    in  i_ev_id_from bigint,
+    in  i_ev_id_to   bigint,
+    out ev_id        bigint,
+    out ev_time      timestamptz,
+    out ev_txid      bigint,
+    out ev_retry     integer,
+    out ev_type      text,
+    out ev_data      text,
+    out ev_extra1    text,
+    out ev_extra2    text,
+    out ev_extra3    text,
+    out ev_extra4    text)
+returns setof record as $$
+begin
+    return query execute format('select * from (%s) e where ev_id >= %s and ev_id < %s',
+                                cdc._batch_sql(i_batch_id),
+                                coalesce(i_ev_id_from, -9223372036854775808),
+                                coalesce(i_ev_id_to, 9223372036854775807));
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc.open_batch_cursor(batch_id, cursor_name)
 --
 --      Opens a cursor over an open batch's events (columns and order of
