@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import select
 import signal
 import threading
 import time
@@ -228,6 +227,8 @@ class Drain:
         """Applies batches: one (once), all there are (until-caught-up), or forever (follow).
         Returns the number of batches applied."""
         done = 0
+        if mode == "follow" and self.pipeline.source.queue_schema == "cdc":
+            self.conn.execute("listen cdc_tick")
         if self.tick_first:
             self.source.tick()
         while not self.stopping.is_set():
@@ -237,7 +238,7 @@ class Drain:
                     break
                 self._wait_for_tick()
                 if self.tick_first:
-                    self.source.tick()
+                    self.source.tick(only_if_new=True)
                 continue
             stats = self.apply(batch)
             done += 1
@@ -252,18 +253,13 @@ class Drain:
         return done
 
     def _wait_for_tick(self, timeout: float = 1.0) -> None:
-        """Sleeps until a tick NOTIFY arrives, at most timeout seconds (the polling fallback)."""
-        channel = "cdc_tick" if self.pipeline.source.queue_schema == "cdc" else None
-        if channel is None:
+        """Waits for a tick NOTIFY (our engine sends one on channel cdc_tick), at most timeout
+        seconds: the polling fallback for PgQ, and for runs that tick themselves."""
+        if self.pipeline.source.queue_schema != "cdc":
             self.stopping.wait(timeout)
             return
-        self.conn.execute("listen cdc_tick")
-        try:
-            select.select([self.conn.fileno()], [], [], timeout)
-            for _ in self.conn.notifies(timeout=0, stop_after=100):
-                pass
-        finally:
-            self.conn.execute("unlisten cdc_tick")
+        for _ in self.conn.notifies(timeout=timeout, stop_after=1):
+            pass
 
     def stop_on_signals(self) -> None:
         """SIGTERM / SIGINT stop the run between batches."""

@@ -71,9 +71,15 @@ class QueueSource:
     def register(self) -> None:
         self._call("register_consumer", self.cfg.queue, self.cfg.consumer)
 
-    def tick(self) -> None:
+    def tick(self, only_if_new: bool = False) -> None:
         """Makes a tick now (for runs without a ticker daemon): events committed before this
-        call are in the next batches."""
+        call are in the next batches. only_if_new: only when events arrived since the last
+        tick (a follow-mode drain asks every second)."""
+        if only_if_new:
+            query = sql.SQL("select ev_new from {}.get_queue_info(%s)").format(self.schema)
+            row = self.conn.execute(query, (self.cfg.queue,)).fetchone()
+            if row is None or not row[0]:
+                return
         self._call("force_tick", self.cfg.queue)
         self._call("ticker", self.cfg.queue)
 

@@ -163,3 +163,39 @@ def test_writers_keep_writing_while_the_drain_runs(db, dsn, spark, tmp_path, con
     finally:
         drainer.close()
     check(db, spark, root)
+
+
+def test_follow_applies_new_changes_and_stops_on_sigterm(db, dsn, spark, tmp_path):
+    """--follow applies changes as they come, and SIGTERM ends it cleanly between batches."""
+    root = tmp_path / "delta"
+    conf = write_config(tmp_path, dsn, root)
+    env = {k: v for k, v in os.environ.items() if k != "CDC_DRAIN_KILL_AT"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc.cli", "drain", "--config", str(conf), "--follow"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        for round_ in (1, 2):
+            workload(db, round_)
+            expected = compare.source_rows(db, "public", "a")
+            cols = pgtypes.columns(db, "public", "a")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if (root / "a" / "_delta_log").exists() and compare.delta_rows(
+                    spark, str(root / "a"), cols
+                ) == expected:
+                    break
+                time.sleep(1)
+            else:
+                raise AssertionError(f"round {round_} not applied within 120 s")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    assert "stopping after the current batch" in out
+    check(db, spark, root)
