@@ -183,3 +183,8 @@ def test_jdbc_url_from_a_dsn():
     assert url == "jdbc:postgresql://db.example:6543/shop"
     assert props == {"driver": "org.postgresql.Driver", "user": "u", "password": "p"}
     assert jdbc_url("host=/var/run/postgresql dbname=shop") is None
+
+
+def test_the_example_configuration_is_valid():
+    pipe = config.load(Path(__file__).parent.parent / "conf" / "pipeline.toml")
+    assert [t.mode for t in pipe.tables] == ["mirror", "history", "mirror"]
