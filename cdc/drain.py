@@ -67,6 +67,9 @@ class Drain:
         self.spark = spark
         self.tick_first = tick
         self.conn = psycopg.connect(pipeline.source.dsn, autocommit=True)
+        # event times as COPY writes them: ISO, with a numeric offset
+        self.conn.execute("set datestyle = 'ISO, YMD'")
+        self.conn.execute("set timezone = 'UTC'")
         self.source = QueueSource(self.conn, pipeline.source)
         self.stopping = threading.Event()
         self.source.register()

@@ -8,12 +8,15 @@ Arrow record batches of bounded size.
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pyarrow as pa
+import pyarrow.csv as pacsv
 from psycopg import sql
 
 from cdc import errors
@@ -34,7 +37,39 @@ EVENT_SCHEMA = pa.schema(
     ]
 )
 
-ARROW_CHUNK = 100_000
+# ev_time comes as UTC without an offset, which Arrow's parser reads as is
+_CSV_SCHEMA = EVENT_SCHEMA.set(1, pa.field("ev_time", pa.timestamp("us")))
+CSV_BLOCK = 16 << 20  # bytes of CSV parsed at a time
+
+
+class _CopyStream(io.RawIOBase):
+    """A COPY TO STDOUT as a readable binary stream, for Arrow's CSV reader."""
+
+    def __init__(self, copy: psycopg.Copy) -> None:
+        self._copy = copy
+        self._pending = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        filled = 0
+        while filled < len(view):
+            if not self._pending:
+                if self._done:
+                    break
+                chunk = self._copy.read()
+                if not chunk:
+                    self._done = True
+                    break
+                self._pending = memoryview(bytes(chunk))
+            n = min(len(view) - filled, len(self._pending))
+            view[filled : filled + n] = self._pending[:n]
+            self._pending = self._pending[n:]
+            filled += n
+        return filled
 
 
 @dataclass(frozen=True)
@@ -125,49 +160,35 @@ class QueueSource:
         return BatchRef(int(row[0]), int(row[1]), int(row[2]), int(row[3] or 0), int(row[4] or 0))
 
     def events(self, batch: BatchRef) -> Iterator[pa.RecordBatch]:
-        """The batch's events in ev_id order as Arrow record batches of at most ARROW_CHUNK
-        rows, read with COPY (one pass, memory bounded by the chunk)."""
+        """The batch's events in ev_id order as Arrow record batches, read with COPY in CSV
+        form and parsed by Arrow's CSV reader as the bytes arrive: one pass, memory bounded
+        by the reader's block, no Python object per value."""
         query = sql.SQL(
-            "copy (select ev_id, ev_time, ev_txid::bigint, ev_retry, ev_type, ev_data,"
-            " ev_extra1, ev_extra2, ev_extra3, ev_extra4 from {}.get_batch_events({})"
-            " order by ev_id) to stdout"
+            "copy (select ev_id, ev_time at time zone 'UTC', ev_txid::bigint, ev_retry, ev_type,"
+            " ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4 from {}.get_batch_events({})"
+            " order by ev_id) to stdout with (format csv)"
         ).format(self.schema, sql.Literal(batch.batch_id))
-        columns: list[list[object]] = [[] for _ in EVENT_SCHEMA]
         try:
             with self.conn.cursor() as cur, cur.copy(query) as copy:
-                copy.set_types(
-                    [
-                        "int8",
-                        "timestamptz",
-                        "int8",
-                        "int4",
-                        "text",
-                        "text",
-                        "text",
-                        "text",
-                        "text",
-                        "text",
-                    ]
+                reader = pacsv.open_csv(
+                    _CopyStream(copy),
+                    read_options=pacsv.ReadOptions(
+                        column_names=EVENT_SCHEMA.names, block_size=CSV_BLOCK
+                    ),
+                    # values may hold newlines (inside quotes)
+                    parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                    convert_options=pacsv.ConvertOptions(
+                        column_types=_CSV_SCHEMA,
+                        null_values=[""],  # COPY writes NULL as nothing, and "" as ""
+                        strings_can_be_null=True,
+                        quoted_strings_can_be_null=False,
+                    ),
                 )
-                for row in copy.rows():
-                    for col, value in zip(columns, row, strict=True):
-                        col.append(value)
-                    if len(columns[0]) >= ARROW_CHUNK:
-                        yield pa.RecordBatch.from_arrays(
-                            [
-                                pa.array(c, type=f.type)
-                                for c, f in zip(columns, EVENT_SCHEMA, strict=True)
-                            ],
-                            schema=EVENT_SCHEMA,
-                        )
-                        columns = [[] for _ in EVENT_SCHEMA]
+                for record_batch in reader:
+                    if record_batch.num_rows:
+                        yield record_batch.cast(EVENT_SCHEMA)
         except psycopg.Error as exc:
             raise errors.translate(exc) from exc
-        if columns[0]:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(c, type=f.type) for c, f in zip(columns, EVENT_SCHEMA, strict=True)],
-                schema=EVENT_SCHEMA,
-            )
 
     def finish(self, batch: BatchRef) -> None:
         self._call("finish_batch", batch.batch_id)
