@@ -56,7 +56,8 @@ class BatchStats:
     events: int = 0
     quarantined: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
+    phases: dict[str, float] = field(default_factory=dict)  # decode+fold, merge (all tables)
 
 
 class Drain:
@@ -189,7 +190,12 @@ class Drain:
                 merge.apply_history(self.spark, target, decoded.rows, columns)
             else:
                 merge.apply_mirror(
-                    self.spark, target, decoded.rows, columns, truncated.get(table.source)
+                    self.spark,
+                    target,
+                    decoded.rows,
+                    columns,
+                    truncated.get(table.source),
+                    stats.phases,
                 )
             stats.seconds[table.target] = time.monotonic() - started
             stage("table:" + table.target)

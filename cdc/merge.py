@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -104,6 +105,12 @@ def ensure_table(
         spark.sql(f"alter table {target.sql_name} add columns ({cols})")
 
 
+def _add(timings: dict[str, float], phase: str, started: float) -> float:
+    now = time.monotonic()
+    timings[phase] = timings.get(phase, 0.0) + now - started
+    return now
+
+
 def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFrame:
     """The events after the batch's last TRUNCATE of the table (all of them without one)."""
     if truncate_ev_id is None:
@@ -162,9 +169,13 @@ def apply_mirror(
     rows: DataFrame,
     columns: list[Column],
     truncate_ev_id: int | None = None,
+    timings: dict[str, float] | None = None,
 ) -> None:
     """Folds the table's events and MERGEs them into the target, or, when the batch holds a
-    TRUNCATE of the table, overwrites the target with what follows it."""
+    TRUNCATE of the table, overwrites the target with what follows it. timings, when given,
+    accumulates seconds under "decode+fold" and "merge" (Spark runs decoding and folding
+    as one job: they are timed together)."""
+    timings = timings if timings is not None else {}
     keys = [c.name for c in columns if c.is_key]
     schema = [(c.name, c.spark_type) for c in columns]
     ensure_table(spark, target, schema, keys)
@@ -179,7 +190,9 @@ def apply_mirror(
                 return
             folded.createOrReplaceTempView("cdc_batch_source")
             on = " and ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+            started = time.monotonic()
             on += _pruning(folded, columns)  # runs the fold once, into the cache
+            started = _add(timings, "decode+fold", started)
             sets = ", ".join(
                 f"{quote(c.name)} = case when s.__reset or s.{quote('__has_' + c.name)}"
                 f" then s.{quote(c.name)} else t.{quote(c.name)} end"
@@ -194,6 +207,7 @@ def apply_mirror(
                 + (f" when matched then update set {sets}" if sets else "")
                 + f" when not matched and s.__op <> 'D' then insert ({names}) values ({values})"
             )
+            _add(timings, "merge", started)
     finally:
         folded.unpersist()
 

@@ -13,13 +13,9 @@ Instead of ``--packages``, ``--jars`` can list the folder that ``cdc jars`` fill
 runs the same code in a local Spark session.
 """
 
-import argparse
 import sys
 
-from cdc import drain
-from cdc.cli import main as cli_main
+from cdc.cli import main
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="drain.py", description=__doc__.splitlines()[0])
-    drain.add_arguments(parser)
-    sys.exit(cli_main(["drain", *sys.argv[1:]]) if parser.parse_args() else 1)
+    sys.exit(main(["drain", *sys.argv[1:]]))

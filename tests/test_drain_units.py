@@ -188,3 +188,23 @@ def test_jdbc_url_from_a_dsn():
 def test_the_example_configuration_is_valid():
     pipe = config.load(Path(__file__).parent.parent / "conf" / "pipeline.toml")
     assert [t.mode for t in pipe.tables] == ["mirror", "history", "mirror"]
+
+
+def test_a_missing_java_is_a_clear_message(monkeypatch, tmp_path):
+    from cdc import spark
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java-here"))
+    with pytest.raises(ConfigError, match="no Java found: Spark needs Java 17 or 21"):
+        spark.java_major()
+
+
+def test_a_wrong_java_is_a_clear_message(monkeypatch, tmp_path):
+    from cdc import spark
+
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="is Java 11; Spark 4 needs Java 17 or 21"):
+        spark.java_major()

@@ -1,0 +1,341 @@
+"""Drain benchmark: throughput, freshness and scale of the Spark drain into Delta.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.drain_bench                 # full size (about 15 minutes)
+    .venv/bin/python -m bench.drain_bench --quick         # smoke run: small sizes
+    .venv/bin/python -m bench.drain_bench --json out.json --plot docs/img/drain_bench.png
+
+One run starts a throwaway PostgreSQL cluster from ``--pgbin`` (Debian's PostgreSQL 15, stock
+settings), one local Spark session (``local[2]``) and writes Delta tables in a temporary
+folder. Three measures:
+
+1. **Throughput.** A backlog of ``--events`` events over three tables, json format: 25%
+   inserts, 60% updates, 15% deletes (rows inserted, updated twice and partly a third time,
+   then partly deleted), captured before the consumer drains anything. One drain run takes
+   it as batches of up to ``--max-events``; shown: events/s from the first read to the last
+   finish_batch (Spark already started), and seconds per phase: read (COPY into Arrow and
+   into Spark), decode+fold (one Spark job), MERGE, finish_batch.
+2. **Freshness.** A ``--follow`` drain (in this process, its own thread) while a writer
+   commits ``--rate`` events/s (one transaction every 0.1 s) for ``--freshness-seconds``. A
+   poller reads the Delta table with delta-rs every 0.1 s; the latency of a row is the time
+   it first appears minus the time its commit returned. Shown: p50, p99, max.
+3. **Scale.** Delta targets of ``--scale-rows`` rows (written by Spark, ordered by key), and
+   one batch of ``--scale-batch`` updates of keys in a recent range: the apply time of that
+   batch per target size, and the ratio largest/smallest (1 means the cost follows the batch,
+   not the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from bench.queue_bench import (
+    DEFAULT_PGBIN,
+    BenchError,
+    _progress,
+    check_args,
+    cluster,
+    git_state,
+    machine_info,
+    server_info,
+    write_json,
+)
+from cdc import capture, config, install, merge, pgtypes
+from cdc.capture import CaptureOptions
+from cdc.drain import Drain
+from cdc.queue import Consumer, Queue
+
+TABLE_DDL = (
+    "create table {t} (id bigint primary key, a text, b int, c numeric(12,2), d timestamptz,"
+    " e bool)"
+)
+ROW = (
+    "g, 'row ' || g, (g % 1000)::int, g * 1.25, timestamptz '2024-01-01 00:00+00'"
+    " + g * interval '1 s', g % 2 = 0"
+)
+
+
+def _database(admin_dsn: str, name: str) -> str:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"drop database if exists {name}")
+        conn.execute(f"create database {name}")
+    dsn = make_conninfo(admin_dsn, dbname=name)
+    install.install(dsn)
+    return dsn
+
+
+def _pipeline(dsn: str, root: Path, tables: list[str], max_events: int) -> config.Pipeline:
+    return config.parse(
+        {
+            "source": {"dsn": dsn, "queue": "bench", "consumer": "delta", "max_events": max_events},
+            "target": {"path": str(root)},
+            "tables": [{"source": f"public.{t}", "target": t} for t in tables],
+        }
+    )
+
+
+def _setup(dsn: str, tables: list[str]) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        Queue(conn, "bench").create()
+        Consumer(conn, "bench", "delta").register()
+        for t in tables:
+            conn.execute(TABLE_DDL.format(t=t))
+            # statement mode makes the backlog faster; the events are row mode's
+            capture.attach(conn, f"public.{t}", CaptureOptions(queue="bench", mode="statement"))
+
+
+def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: int) -> dict:
+    dsn = _database(admin_dsn, "bench_throughput")
+    tables = ["t1", "t2", "t3"]
+    _setup(dsn, tables)
+    rows = events // 4 // len(tables)  # 25% inserts
+    _progress(f"throughput: backlog of {events:,} events ({rows:,} rows per table)")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for t in tables:
+            conn.execute(f"insert into {t} select {ROW} from generate_series(1, {rows}) g")
+            conn.execute(f"update {t} set b = b + 1")  # 25%
+            conn.execute(f"update {t} set a = a || 'x', c = c + 1")  # 25%
+            conn.execute(f"update {t} set e = not e where id % 5 < 2")  # 10%
+            conn.execute(f"delete from {t} where id % 5 < 3")  # 15%
+        total = conn.execute(
+            "select count(*) from cdc.event where ev_extra1 like 'public.t_'"
+        ).fetchone()[0]
+    drain = Drain(_pipeline(dsn, root / "throughput", tables, max_events), spark)
+    batches: list[dict] = []
+    try:
+        started = time.monotonic()
+        drain.run(on_batch=lambda s: batches.append({"events": s.events, **s.seconds, **s.phases}))
+        elapsed = time.monotonic() - started
+    finally:
+        drain.close()
+    phases = {
+        p: sum(b.get(p, 0.0) for b in batches) for p in ("read", "decode+fold", "merge", "finish")
+    }
+    applied = sum(b["events"] for b in batches)
+    if applied != total:
+        raise BenchError(f"drained {applied} events of {total}")
+    return {
+        "events": total,
+        "batches": len(batches),
+        "seconds": elapsed,
+        "events_per_s": total / elapsed,
+        "phases": phases,
+    }
+
+
+def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float) -> dict:
+    from deltalake import DeltaTable, QueryBuilder
+
+    dsn = _database(admin_dsn, "bench_freshness")
+    _setup(dsn, ["f"])
+    path = root / "freshness" / "f"
+    drain = Drain(_pipeline(dsn, root / "freshness", ["f"], 1_000_000), spark)
+    committed: dict[int, float] = {}
+    seen: dict[int, float] = {}
+    stop = threading.Event()
+    per_tx = max(1, rate // 10)
+
+    def write() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            next_id = 1
+            deadline = time.monotonic() + seconds
+            tick = time.monotonic()
+            while time.monotonic() < deadline:
+                conn.execute(
+                    f"insert into f select {ROW} from generate_series(%s, %s) g",
+                    (next_id, next_id + per_tx - 1),
+                )
+                now = time.monotonic()
+                for i in range(next_id, next_id + per_tx):
+                    committed[i] = now
+                next_id += per_tx
+                tick += 0.1
+                time.sleep(max(0.0, tick - time.monotonic()))
+
+    def poll() -> None:
+        table = None
+        while not stop.is_set():
+            try:
+                if table is None:
+                    table = DeltaTable(str(path))
+                else:
+                    table.update_incremental()
+                result = QueryBuilder().register("f", table).execute("select max(id) from f")
+                top = result.read_all().to_pylist()[0]
+                high = next(iter(top.values())) or 0
+                now = time.monotonic()
+                for i in range(len(seen) + 1, high + 1):
+                    seen.setdefault(i, now)
+            except Exception:
+                table = None
+            time.sleep(0.1)
+
+    follower = threading.Thread(target=lambda: drain.run("follow"))
+    poller = threading.Thread(target=poll)
+    follower.start()
+    time.sleep(8)  # the first batch creates the table; the measure starts after it
+    poller.start()
+    _progress(f"freshness: {rate} events/s for {seconds:.0f} s")
+    write()
+    time.sleep(10)
+    drain.stopping.set()
+    stop.set()
+    follower.join(120)
+    poller.join(10)
+    drain.close()
+    latencies = sorted(seen[i] - committed[i] for i in committed if i in seen)
+    if len(latencies) < len(committed):
+        raise BenchError(f"only {len(latencies)} of {len(committed)} rows became visible")
+    q = statistics.quantiles(latencies, n=100)
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "rows": len(latencies),
+        "p50": q[49],
+        "p99": q[98],
+        "max": latencies[-1],
+    }
+
+
+def scale(admin_dsn: str, spark: Any, root: Path, sizes: list[int], batch: int) -> dict:
+    out: dict[str, float] = {}
+    for size in sizes:
+        name = f"s{size}"
+        dsn = _database(admin_dsn, f"bench_scale_{size}")
+        _setup(dsn, [name])
+        target = root / "scale" / name
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            columns = pgtypes.columns(conn, "public", name)
+        _progress(f"scale: a {size:,}-row Delta target")
+        tgt = merge.Target(str(target), "bench/prefill", 1)
+        merge.ensure_table(spark, tgt, [(c.name, c.spark_type) for c in columns], ["id"])
+        spark.range(1, size + 1).selectExpr(
+            "id",
+            "concat('row ', id) as a",
+            "cast(id % 1000 as int) as b",
+            "cast(id * 1.25 as decimal(12,2)) as c",
+            "timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) as d",
+            "id % 2 = 0 as e",
+        ).repartition(max(1, size // 1_000_000)).sortWithinPartitions("id").write.format(
+            "delta"
+        ).mode("append").save(str(target))
+        low = size - batch + 1
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # the source holds the recent rows; inserting them is a first, unmeasured batch
+            conn.execute(f"insert into {name} select {ROW} from generate_series({low}, {size}) g")
+        drain = Drain(_pipeline(dsn, root / "scale", [name], 10_000_000), spark)
+        try:
+            drain.run()
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f"update {name} set b = b + 1, a = a || 'u'")
+            stats: list[Any] = []
+            drain.run(on_batch=stats.append)
+        finally:
+            drain.close()
+        out[str(size)] = sum(s.seconds.get(name, 0.0) for s in stats)
+    keys = list(out)
+    out["ratio"] = out[keys[-1]] / out[keys[0]]
+    return out
+
+
+def plot(facts: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    thr = facts["throughput"]
+    axes[0].bar(list(thr["phases"]), list(thr["phases"].values()), color="#4C72B0")
+    axes[0].set_title(f"{thr['events']:,} events: {thr['events_per_s']:,.0f} events/s")
+    axes[0].set_ylabel("seconds")
+    fr = facts["freshness"]
+    axes[1].bar(["p50", "p99", "max"], [fr["p50"], fr["p99"], fr["max"]], color="#55A868")
+    axes[1].set_title(f"commit to visible, {fr['rate']} events/s")
+    axes[1].set_ylabel("seconds")
+    sc = {k: v for k, v in facts["scale"].items() if k != "ratio"}
+    axes[2].bar([f"{int(k):,} rows" for k in sc], list(sc.values()), color="#C44E52")
+    axes[2].set_title(
+        f"{facts['args']['scale_batch']:,}-event batch: ratio {facts['scale']['ratio']:.2f}"
+    )
+    axes[2].set_ylabel("seconds")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pgbin", type=Path, default=DEFAULT_PGBIN)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--max-events", type=int, default=2_000_000)
+    parser.add_argument("--rate", type=int, default=500)
+    parser.add_argument("--freshness-seconds", type=float, default=120.0)
+    parser.add_argument("--scale-rows", default="1000000,10000000")
+    parser.add_argument("--scale-batch", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--plot", type=Path)
+    args = parser.parse_args(argv)
+    args.reps = 1
+    check_args(parser, args)
+    if args.quick:
+        args.events, args.freshness_seconds = 20_000, 15.0
+        args.scale_rows, args.scale_batch = "100000,1000000", 1_000
+    sizes = [int(s) for s in args.scale_rows.split(",")]
+    from cdc import spark as spark_module
+
+    facts: dict[str, Any] = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "machine": machine_info(),
+        "git": git_state(),
+    }
+    try:
+        with cluster(args.pgbin, {}) as admin, tempfile.TemporaryDirectory() as tmp:
+            with psycopg.connect(admin) as conn:
+                facts["server"] = server_info(conn)
+            started = time.monotonic()
+            spark = spark_module.session("cdc-bench")
+            facts["spark_start_s"] = time.monotonic() - started
+            root = Path(tmp)
+            facts["throughput"] = throughput(admin, spark, root, args.events, args.max_events)
+            facts["freshness"] = freshness(admin, spark, root, args.rate, args.freshness_seconds)
+            facts["scale"] = scale(admin, spark, root, sizes, args.scale_batch)
+    except BenchError as exc:
+        print(f"drain_bench: {exc}", file=sys.stderr)
+        return 1
+    thr, fr, sc = facts["throughput"], facts["freshness"], facts["scale"]
+    print(f"\nSpark session start: {facts['spark_start_s']:.1f} s")
+    print(
+        f"throughput: {thr['events']:,} events in {thr['batches']} batch(es), "
+        f"{thr['seconds']:.1f} s = {thr['events_per_s']:,.0f} events/s"
+    )
+    for phase, secs in thr["phases"].items():
+        print(f"  {phase:12s} {secs:7.2f} s")
+    print(
+        f"freshness at {fr['rate']} events/s for {fr['seconds']:.0f} s ({fr['rows']:,} rows): "
+        f"p50 {fr['p50']:.2f} s, p99 {fr['p99']:.2f} s, max {fr['max']:.2f} s"
+    )
+    for size in sizes:
+        print(f"scale: {args.scale_batch:,}-event batch into {size:,} rows: {sc[str(size)]:.2f} s")
+    print(f"scale ratio (largest / smallest target): {sc['ratio']:.2f}")
+    if args.json:
+        write_json(args.json, facts)
+    if args.plot:
+        plot(facts, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
