@@ -104,8 +104,16 @@ declare
     cap cdc.capture;
     ddl text;
 begin
-    if not exists (select 1 from cdc.capture
-                    where cap_table = TG_RELID and cap_columns is distinct from cdc._cap_signature(TG_RELID)) then
+    -- the signature query of cdc._cap_signature, written out: one cached plan, no call
+    if not exists (
+        select 1 from cdc.capture
+         where cap_table = TG_RELID
+           and cap_columns is distinct from (
+               select coalesce(string_agg(format('%s %s', quote_ident(a.attname),
+                                                 format_type(a.atttypid, null)),
+                                          ', ' order by a.attnum), '')
+                 from pg_attribute a
+                where a.attrelid = TG_RELID and a.attnum > 0 and not a.attisdropped)) then
         return null;
     end if;
     perform pg_advisory_xact_lock('cdc.capture'::regclass::oid::integer, TG_RELID::integer);
