@@ -53,6 +53,16 @@ class _CopyStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def peek(self) -> bool:
+        """Whether any byte comes (reads the first chunk, which read() then returns)."""
+        if not self._pending and not self._done:
+            chunk = self._copy.read()
+            if chunk:
+                self._pending = memoryview(bytes(chunk))
+            else:
+                self._done = True
+        return bool(self._pending)
+
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
         filled = 0
@@ -170,8 +180,11 @@ class QueueSource:
         ).format(self.schema, sql.Literal(batch.batch_id))
         try:
             with self.conn.cursor() as cur, cur.copy(query) as copy:
+                stream = _CopyStream(copy)
+                if not stream.peek():
+                    return  # an empty batch: Arrow's reader refuses an empty file
                 reader = pacsv.open_csv(
-                    _CopyStream(copy),
+                    stream,
                     read_options=pacsv.ReadOptions(
                         column_names=EVENT_SCHEMA.names, block_size=CSV_BLOCK
                     ),

@@ -214,6 +214,8 @@ ARGS: dict[str, tuple[str, Callable[[World], object]]] = {
     "c": ("text", lambda w: "c"),
     "b": ("bigint", lambda w: w.batch_id),
     "ev": ("bigint", lambda w: w.ev_id),
+    "lo": ("bigint", lambda w: 0),  # ev_id bounds of a batch slice: NULL means no bound
+    "hi": ("bigint", lambda w: None),
     "tick": ("bigint", lambda w: w.tick_id),
     "force": ("boolean", lambda w: False),
     "param": ("text", lambda w: "ticker_max_count"),
@@ -276,6 +278,7 @@ NULL_CASES: list[tuple[str, tuple[str, ...], str, type[errors.QueueError], str]]
     ("next_batch_custom", ("q", "c", "lag", "count", "interval"), "q", *arg_null("queue name")),
     ("next_batch_custom", ("q", "c", "lag", "count", "interval"), "c", *arg_null("consumer name")),
     ("get_batch_events", ("b",), "b", *arg_null("batch id")),
+    ("get_batch_events", ("b", "lo", "hi"), "b", *arg_null("batch id")),
     ("open_batch_cursor", ("b", "cursor"), "b", *arg_null("batch id")),
     ("open_batch_cursor", ("b", "cursor"), "cursor", *arg_null("cursor name")),
     ("finish_batch", ("b",), "b", *arg_null("batch id")),

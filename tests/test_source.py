@@ -66,3 +66,13 @@ def test_copy_reader_across_many_small_blocks(conn, dsn, monkeypatch) -> None:
         )
     ]
     assert data == expected
+
+
+def test_copy_reader_on_an_empty_batch(conn, dsn) -> None:
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "c").register()
+    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source.tick()
+    batch = source.next_batch()
+    assert batch is not None
+    assert list(source.events(batch)) == []
