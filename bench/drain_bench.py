@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 from psycopg.conninfo import make_conninfo
 
 from bench.queue_bench import (
@@ -153,7 +154,8 @@ def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float)
             tick = time.monotonic()
             while time.monotonic() < deadline:
                 conn.execute(
-                    f"insert into f select {ROW} from generate_series(%s, %s) g",
+                    f"insert into f select {ROW.replace('%', '%%')}"
+                    " from generate_series(%s::bigint, %s::bigint) g",
                     (next_id, next_id + per_tx - 1),
                 )
                 now = time.monotonic()
@@ -172,7 +174,7 @@ def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float)
                 else:
                     table.update_incremental()
                 result = QueryBuilder().register("f", table).execute("select max(id) from f")
-                top = result.read_all().to_pylist()[0]
+                top = pa.table(result.read_all()).to_pylist()[0]
                 high = next(iter(top.values())) or 0
                 now = time.monotonic()
                 for i in range(len(seen) + 1, high + 1):
@@ -310,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
             facts["spark_start_s"] = time.monotonic() - started
             root = Path(tmp)
             facts["throughput"] = throughput(admin, spark, root, args.events, args.max_events)
+            _progress(f"throughput: {facts['throughput']}")
             facts["freshness"] = freshness(admin, spark, root, args.rate, args.freshness_seconds)
+            _progress(f"freshness: {facts['freshness']}")
             facts["scale"] = scale(admin, spark, root, sizes, args.scale_batch)
     except BenchError as exc:
         print(f"drain_bench: {exc}", file=sys.stderr)

@@ -30,6 +30,10 @@ META = ["ev_id", "ev_time", "ev_txid", "tick_id", "op"]
 class Decoded:
     rows: DataFrame  # META + present + the typed columns
     bad: DataFrame  # the raw events + reason
+    cached: DataFrame
+
+    def release(self) -> None:
+        self.cached.unpersist()
 
 
 def _sql_map(op: str | None, data: str | None) -> dict[str, str | None] | None:
@@ -103,14 +107,21 @@ def _cast(raw: SparkColumn, spark_type: str) -> SparkColumn:
 
 
 def decode_table(events: DataFrame, columns: list[Column]) -> Decoded:
-    """The typed rows of one table's events (with op, fmt and kv added), and its bad events."""
+    """The typed rows of one table's events (with op, fmt and kv added), and its bad events.
+
+    Each value is cast once: the casts go into columns of a cached frame that both the rows
+    and the bad events are taken from (call Decoded.release() when done)."""
     keys = [c.name for c in columns if c.is_key]
-    typed = {c.name: _cast(F.col("kv").getItem(c.name), c.spark_type) for c in columns}
+    slots = {c.name: f"__v{i}" for i, c in enumerate(columns)}
+    staged = events.select(
+        "*",
+        *[_cast(F.col("kv").getItem(c.name), c.spark_type).alias(slots[c.name]) for c in columns],
+    )
     bad_cols = F.filter(
         F.array(
             *[
-                F.when(F.col("kv").getItem(name).isNotNull() & expr.isNull(), F.lit(name))
-                for name, expr in typed.items()
+                F.when(F.col("kv").getItem(name).isNotNull() & F.col(slot).isNull(), F.lit(name))
+                for name, slot in slots.items()
             ]
         ),
         lambda x: x.isNotNull(),
@@ -136,11 +147,11 @@ def decode_table(events: DataFrame, columns: list[Column]) -> Decoded:
             ),
         )
     )
-    checked = events.withColumn("reason", reason)
+    checked = staged.withColumn("reason", reason).cache()
     rows = checked.where(F.col("reason").isNull()).select(
         *[F.col(m) for m in META],
         F.coalesce(F.map_keys(F.col("kv")), F.array().cast("array<string>")).alias("present"),
-        *[expr.alias(name) for name, expr in typed.items()],
+        *[F.col(slot).alias(name) for name, slot in slots.items()],
     )
     bad = checked.where(F.col("reason").isNotNull())
-    return Decoded(rows, bad)
+    return Decoded(rows, bad, checked)

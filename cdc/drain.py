@@ -160,8 +160,10 @@ class Drain:
     def _apply_tables(
         self, batch: BatchRef, events: DataFrame, stats: BatchStats, stage: Callable[[str], None]
     ) -> None:
+        started = time.monotonic()
         counts: dict[str | None, int] = {}
         truncated: dict[str | None, int] = {}
+        decoded_tables: list[decode.Decoded] = []
         for row in (
             events.groupBy("ev_extra1", "op")
             .agg(F.count("*").alias("n"), F.max("ev_id").alias("last"))
@@ -171,6 +173,7 @@ class Drain:
             if row.op == "R":
                 truncated[row.ev_extra1] = row.last
         stats.events = sum(counts.values())
+        stats.seconds["prepare"] = time.monotonic() - started  # format, op and payload map
         known = {t.source for t in self.pipeline.tables}
         bad: list[DataFrame] = []
         if set(counts) - known:
@@ -185,6 +188,7 @@ class Drain:
                 self._ensure(table, target, columns)
                 continue
             decoded = decode.decode_table(events.where(F.col("ev_extra1") == table.source), columns)
+            decoded_tables.append(decoded)
             bad.append(decoded.bad)
             if table.mode == "history":
                 merge.apply_history(self.spark, target, decoded.rows, columns)
@@ -199,7 +203,11 @@ class Drain:
                 )
             stats.seconds[table.target] = time.monotonic() - started
             stage("table:" + table.target)
+        started = time.monotonic()
         stats.quarantined = self._quarantine(batch, bad)
+        stats.seconds["quarantine"] = time.monotonic() - started
+        for done in decoded_tables:
+            done.release()
 
     def _ensure(self, table: TableMap, target: merge.Target, columns: list[pgtypes.Column]) -> None:
         """Creates an empty target (or adds new columns) for a table without events."""
