@@ -121,7 +121,8 @@ def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: 
     finally:
         drain.close()
     phases = {
-        p: sum(b.get(p, 0.0) for b in batches) for p in ("read", "decode+fold", "merge", "finish")
+        p: sum(b.get(p, 0.0) for b in batches)
+        for p in ("read", "prepare", "decode+fold", "merge", "quarantine", "finish")
     }
     applied = sum(b["events"] for b in batches)
     if applied != total:

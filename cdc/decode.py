@@ -84,9 +84,14 @@ def with_op_and_map(events: DataFrame) -> DataFrame:
             F.from_json(F.col("ev_data"), MapType(StringType(), StringType())),
         )
         .when(F.col("fmt") == "urlenc", urlenc)
-        .when(F.col("fmt") == "sql", sql_map_udf(F.col("op"), F.col("ev_data")))
     )
-    return events.withColumn("fmt", fmt).withColumn("op", op).withColumn("kv", kv)
+    typed = events.withColumn("fmt", fmt).withColumn("op", op)
+    # Spark evaluates a Python UDF on every row of its input, whatever the CASE around it:
+    # only sql events go through sqlglot, the others stay in the JVM
+    is_sql = (F.col("fmt") == "sql") & (F.col("op") != "R")
+    in_jvm = typed.where(~is_sql | is_sql.isNull()).withColumn("kv", kv)
+    in_python = typed.where(is_sql).withColumn("kv", sql_map_udf(F.col("op"), F.col("ev_data")))
+    return in_jvm.unionByName(in_python)
 
 
 def _cast(raw: SparkColumn, spark_type: str) -> SparkColumn:
