@@ -42,11 +42,11 @@ import pyarrow as pa
 from psycopg.conninfo import make_conninfo
 
 from bench.queue_bench import (
-    DEFAULT_PGBIN,
     BenchError,
     _progress,
     check_args,
     cluster,
+    common_arguments,
     git_state,
     machine_info,
     server_info,
@@ -280,18 +280,14 @@ def plot(facts: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pgbin", type=Path, default=DEFAULT_PGBIN)
+    common_arguments(parser, reps=False)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--max-events", type=int, default=2_000_000)
     parser.add_argument("--rate", type=int, default=500)
     parser.add_argument("--freshness-seconds", type=float, default=120.0)
     parser.add_argument("--scale-rows", default="1000000,10000000")
     parser.add_argument("--scale-batch", type=int, default=10_000)
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--plot", type=Path)
     args = parser.parse_args(argv)
-    args.reps = 1
     check_args(parser, args)
     if args.quick:
         args.events, args.freshness_seconds = 20_000, 15.0

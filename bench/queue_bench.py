@@ -569,9 +569,24 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[Measure]]:
     return facts, measures
 
 
+def common_arguments(parser: argparse.ArgumentParser, reps: bool = True) -> None:
+    """The options every benchmark takes: --quick, --reps, --pgbin, --json, --plot."""
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    if reps:
+        parser.add_argument("--reps", type=int, default=3, help="samples per measure (default 3)")
+    parser.add_argument(
+        "--pgbin",
+        type=Path,
+        default=DEFAULT_PGBIN,
+        help=f"PostgreSQL server binaries (default {DEFAULT_PGBIN})",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the results here")
+    parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG chart here")
+
+
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Checks shared by the benchmarks, before anything runs."""
-    if args.reps < 1:
+    if getattr(args, "reps", 1) < 1:
         parser.error("--reps must be 1 or more")
     # The installer logs the server's notices (e.g. "already exists, skipping") as warnings.
     logging.getLogger("cdc.install").setLevel(logging.ERROR)
@@ -593,19 +608,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Our queue engine (schema cdc) against PgQ 3.5, side by side, on one "
         "throwaway PostgreSQL cluster.",
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--reps", type=int, default=3, help="samples per measure (default 3)")
+    common_arguments(parser)
     parser.add_argument(
         "--fast", action="store_true", help="fsync, synchronous_commit and full_page_writes off"
     )
-    parser.add_argument(
-        "--pgbin",
-        type=Path,
-        default=DEFAULT_PGBIN,
-        help=f"PostgreSQL server binaries (default {DEFAULT_PGBIN})",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the results here")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG bar chart here")
     parser.add_argument(
         "--explain", action="store_true", help="also EXPLAIN ANALYZE both engines' batch queries"
     )

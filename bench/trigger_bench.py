@@ -62,7 +62,6 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bench.queue_bench import (
-    DEFAULT_PGBIN,
     INSTALL_HINT,
     BenchError,
     _debian_pgq_control,
@@ -70,6 +69,7 @@ from bench.queue_bench import (
     backend_cpu_ns,
     check_args,
     cluster,
+    common_arguments,
     git_state,
     machine_info,
     server_info,
@@ -669,22 +669,13 @@ def main(argv: list[str] | None = None) -> int:
         description="Our capture triggers against PgQ 3.5's C triggers, side by side, on one "
         "throwaway PostgreSQL cluster.",
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--reps", type=int, default=3, help="samples per measure (default 3)")
+    common_arguments(parser)
     parser.add_argument("--rows", type=int, help="rows for the bulk measures (default 200000)")
     parser.add_argument(
         "--pgbench-seconds",
         type=int,
         help="seconds per pgbench run (default 20, 3 with --quick; -1 skips pgbench)",
     )
-    parser.add_argument(
-        "--pgbin",
-        type=Path,
-        default=DEFAULT_PGBIN,
-        help=f"PostgreSQL server binaries (default {DEFAULT_PGBIN})",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the results here")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG chart here")
     args = parser.parse_args(argv)
     check_args(parser, args)
     try:

@@ -22,10 +22,12 @@ import psycopg
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cdc import decode, merge, pgtypes
 from cdc import source as source_module
 from cdc.config import Pipeline, TableMap
+from cdc.errors import ConfigError
 from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
 
 log = logging.getLogger("cdc.drain")
@@ -84,9 +86,11 @@ class Drain:
     def columns(self, table: TableMap) -> list[pgtypes.Column]:
         cols = pgtypes.columns(self.conn, table.schema, table.name)
         if not cols:
-            raise merge_error(table, "does not exist in the source database")
+            raise ConfigError(f"source table {table.source} does not exist in the source database")
         if not any(c.is_key for c in cols):
-            raise merge_error(table, "has no primary key: the mirror needs one to fold by")
+            raise ConfigError(
+                f"source table {table.source} has no primary key: the drain folds events by key"
+            )
         return cols
 
     def _target(self, target: str, batch: BatchRef) -> merge.Target:
@@ -126,7 +130,7 @@ class Drain:
         for other in frames[1:]:
             frame = frame.unionByName(other)
         frame = frame.select(
-            *[F.col(f.name).cast(_spark_type(f.type)).alias(f.name) for f in EVENT_SCHEMA]
+            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
         )
         return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
 
@@ -185,7 +189,7 @@ class Drain:
             target = self._target(table.target, batch)
             stats.per_table[table.target] = counts.get(table.source, 0)
             if not counts.get(table.source):
-                self._ensure(table, target, columns)
+                merge.ensure_target(self.spark, target, columns, table.mode)
                 continue
             decoded = decode.decode_table(events.where(F.col("ev_extra1") == table.source), columns)
             decoded_tables.append(decoded)
@@ -208,15 +212,6 @@ class Drain:
         stats.seconds["quarantine"] = time.monotonic() - started
         for done in decoded_tables:
             done.release()
-
-    def _ensure(self, table: TableMap, target: merge.Target, columns: list[pgtypes.Column]) -> None:
-        """Creates an empty target (or adds new columns) for a table without events."""
-        if table.mode == "history":
-            schema = merge.HISTORY_META + [(c.name, c.spark_type) for c in columns]
-            merge.ensure_table(self.spark, target, schema, [])
-        else:
-            keys = [c.name for c in columns if c.is_key]
-            merge.ensure_table(self.spark, target, [(c.name, c.spark_type) for c in columns], keys)
 
     def _quarantine(self, batch: BatchRef, bad: list[DataFrame]) -> int:
         if not bad:
@@ -287,22 +282,6 @@ class Drain:
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
-
-
-def _spark_type(arrow_type: pa.DataType) -> str:
-    if pa.types.is_timestamp(arrow_type):
-        return "timestamp"
-    if pa.types.is_int64(arrow_type):
-        return "long"
-    if pa.types.is_int32(arrow_type):
-        return "int"
-    return "string"
-
-
-def merge_error(table: TableMap, what: str) -> Exception:
-    from cdc.errors import ConfigError
-
-    return ConfigError(f"source table {table.source} {what}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -51,7 +51,7 @@ class Target:
     def sql_name(self) -> str:
         if self.is_path:
             return "delta.`" + self.location.replace("`", "``") + "`"
-        return ".".join("`" + p.replace("`", "``") + "`" for p in self.location.split("."))
+        return ".".join(quote(p) for p in self.location.split("."))
 
 
 def quote(name: str) -> str:
@@ -103,6 +103,20 @@ def ensure_table(
     if missing:
         cols = ", ".join(f"{quote(n)} {t}" for n, t in missing)
         spark.sql(f"alter table {target.sql_name} add columns ({cols})")
+
+
+def ensure_target(
+    spark: SparkSession, target: Target, columns: list[Column], mode: str
+) -> list[tuple[str, str]]:
+    """Creates the target table of a source table for its mode (or adds the columns it
+    lacks); returns the target's (name, Spark type) list."""
+    if mode == "history":
+        schema = HISTORY_META + [(c.name, c.spark_type) for c in columns]
+        ensure_table(spark, target, schema, [])
+    else:
+        schema = [(c.name, c.spark_type) for c in columns]
+        ensure_table(spark, target, schema, [c.name for c in columns if c.is_key])
+    return schema
 
 
 def _add(timings: dict[str, float], phase: str, started: float) -> float:
@@ -177,8 +191,7 @@ def apply_mirror(
     as one job: they are timed together)."""
     timings = timings if timings is not None else {}
     keys = [c.name for c in columns if c.is_key]
-    schema = [(c.name, c.spark_type) for c in columns]
-    ensure_table(spark, target, schema, keys)
+    schema = ensure_target(spark, target, columns, "mirror")
     folded = fold(after_last_truncate(rows, truncate_ev_id), columns).cache()
     try:
         with idempotent(spark, target):
@@ -216,8 +229,7 @@ def apply_history(
     spark: SparkSession, target: Target, rows: DataFrame, columns: list[Column]
 ) -> None:
     """Appends one row per event (TRUNCATE included, with empty columns)."""
-    schema = HISTORY_META + [(c.name, c.spark_type) for c in columns]
-    ensure_table(spark, target, schema, [])
+    schema = ensure_target(spark, target, columns, "history")
     write(rows.select(*[F.col(quote(n)).cast(t).alias(n) for n, t in schema]), target, "append")
 
 

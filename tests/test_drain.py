@@ -50,6 +50,32 @@ def assert_mirrored(conn: psycopg.Connection, spark, root: Path, table: str) -> 
     assert got == expected, f"{table}: Delta differs from the source"
 
 
+# Three rounds of DML, each run on every table ({t}) and drained: inserts, updates of some
+# columns or none, a key change, a delete; then column-wise updates and a delete-then-insert
+# of one key; then a TRUNCATE between inserts.
+ROUNDS = [
+    [
+        "insert into {t} values " + ", ".join(drainkit.SPECIAL_ROWS),
+        "update {t} set t = t || '!', f8 = 2.5 where id = 1",
+        "update {t} set vc = vc where id = 2",
+        "update {t} set id = 20 where id = 2",
+        "delete from {t} where id = 4",
+    ],
+    [
+        "update {t} set num = 99.001, ia = '{5}' where id = 1",
+        "update {t} set t = null where id = 20",
+        "insert into {t} (id, t) values (5, 'after')",
+        "delete from {t} where id = 5",
+        "insert into {t} (id, t) values (5, 'again')",
+    ],
+    [
+        "insert into {t} (id, t) values (6, 'gone')",
+        "truncate {t}",
+        "insert into {t} values " + drainkit.SPECIAL_ROWS[0],
+    ],
+]
+
+
 def test_every_format_and_type_round_trips(shop, dsn, spark, tmp_path):
     """Inserts, updates (some columns, none), deletes, a key change and a truncate, in every
     format and over every type, under a non-UTC session time zone, in two drains: the Delta
@@ -58,49 +84,34 @@ def test_every_format_and_type_round_trips(shop, dsn, spark, tmp_path):
     conn.execute("set timezone = 'Asia/Kathmandu'")
     drain = Drain(drainkit.pipeline(dsn, str(tmp_path), tables_conf()), spark)
     try:
-        for fmt in FORMATS:
-            t = f"t_{fmt}"
-            conn.execute(f"insert into {t} values " + ", ".join(drainkit.SPECIAL_ROWS))
-            conn.execute(f"update {t} set t = t || '!', f8 = 2.5 where id = 1")
-            conn.execute(f"update {t} set vc = vc where id = 2")
-            conn.execute(f"update {t} set id = 20 where id = 2")
-            conn.execute(f"delete from {t} where id = 4")
-        assert drain.run() >= 1
-        for fmt in FORMATS:
-            assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
-        for fmt in FORMATS:
-            t = f"t_{fmt}"
-            conn.execute(f"update {t} set num = 99.001, ia = '{{5}}' where id = 1")
-            conn.execute(f"update {t} set t = null where id = 20")
-            conn.execute(f"insert into {t} (id, t) values (5, 'after')")
-            conn.execute(f"delete from {t} where id = 5")
-            conn.execute(f"insert into {t} (id, t) values (5, 'again')")
-        assert drain.run() >= 1
-        for fmt in FORMATS:
-            assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
-        for fmt in FORMATS:
-            t = f"t_{fmt}"
-            conn.execute(f"insert into {t} (id, t) values (6, 'gone')")
-            conn.execute(f"truncate {t}")
-            conn.execute(f"insert into {t} values " + drainkit.SPECIAL_ROWS[0])
-        assert drain.run() >= 1
-        for fmt in FORMATS:
-            assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
+        for statements in ROUNDS:
+            for fmt in FORMATS:
+                for stmt in statements:
+                    conn.execute(stmt.replace("{t}", f"t_{fmt}"))
+            assert drain.run() >= 1
+            for fmt in FORMATS:
+                assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
     finally:
         drain.close()
 
 
-@pytest.fixture
-def small(conn: psycopg.Connection) -> psycopg.Connection:
+def make_small(conn: psycopg.Connection, b_format: str) -> psycopg.Connection:
     """Queue q with consumer delta; a(id, v, n numeric(6,2), d date) captured in json and
-    b(k text, x int) captured in sql; c(id) captured but not in the pipeline."""
+    b(k text, x int) captured in b_format."""
     Queue(conn, "q").create()
     Consumer(conn, "q", "delta").register()
     conn.execute("create table a (id int primary key, v text, n numeric(6,2), d date)")
     conn.execute("create table b (k text primary key, x int)")
-    conn.execute("create table c (id int primary key)")
     capture.attach(conn, "public.a", CaptureOptions(queue="q", format="json"))
-    capture.attach(conn, "public.b", CaptureOptions(queue="q", format="sql"))
+    capture.attach(conn, "public.b", CaptureOptions(queue="q", format=b_format))
+    return conn
+
+
+@pytest.fixture
+def small(conn: psycopg.Connection) -> psycopg.Connection:
+    """make_small with b in sql, and c(id) captured but not in the pipeline."""
+    make_small(conn, "sql")
+    conn.execute("create table c (id int primary key)")
     capture.attach(conn, "public.c", CaptureOptions(queue="q", format="urlenc"))
     return conn
 
@@ -313,12 +324,7 @@ def test_large_batches_are_read_over_jdbc_in_slices(spark, tmp_path):
         dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
         install.install(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            Queue(conn, "q").create()
-            Consumer(conn, "q", "delta").register()
-            conn.execute("create table a (id int primary key, v text, n numeric(6,2), d date)")
-            conn.execute("create table b (k text primary key, x int)")
-            capture.attach(conn, "public.a", CaptureOptions(queue="q", format="json"))
-            capture.attach(conn, "public.b", CaptureOptions(queue="q", format="urlenc"))
+            make_small(conn, "urlenc")
             conn.execute("insert into a select g, 'v' || g, g, null from generate_series(1, 300) g")
             conn.execute("insert into b select 'k' || g, g from generate_series(1, 100) g")
             conn.execute("update a set v = 'w' where id % 4 = 0")

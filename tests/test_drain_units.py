@@ -203,7 +203,7 @@ def test_a_wrong_java_is_a_clear_message(monkeypatch, tmp_path):
 
     java = tmp_path / "bin" / "java"
     java.parent.mkdir()
-    java.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    java.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     java.chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(ConfigError, match="is Java 11; Spark 4 needs Java 17 or 21"):

@@ -4,3 +4,4 @@
 drop function if exists cdc._cap_changed(text, oid);
 drop function if exists cdc._cap_sql_value(text, text, oid);
 drop function if exists cdc._cap_sql_payload(text, regclass, text[], text[]);
+drop function if exists cdc._batch_sql(bigint, bigint[]);

@@ -103,28 +103,23 @@ returns trigger as $$
 declare
     cap cdc.capture;
     ddl text;
+    sig text := cdc._cap_signature(TG_RELID);
 begin
-    -- the signature query of cdc._cap_signature, written out: one cached plan, no call
-    if not exists (
-        select 1 from cdc.capture
-         where cap_table = TG_RELID
-           and cap_columns is distinct from (
-               select coalesce(string_agg(format('%s %s', quote_ident(a.attname),
-                                                 format_type(a.atttypid, null)),
-                                          ', ' order by a.attnum), '')
-                 from pg_attribute a
-                where a.attrelid = TG_RELID and a.attnum > 0 and not a.attisdropped)) then
+    if not exists (select 1 from cdc.capture
+                    where cap_table = TG_RELID and cap_columns is distinct from sig) then
         return null;
     end if;
     perform pg_advisory_xact_lock('cdc.capture'::regclass::oid::integer, TG_RELID::integer);
+    -- a concurrent first statement may have regenerated it meanwhile (READ COMMITTED: this
+    -- query sees its commit)
     for cap in select * from cdc.capture
-                where cap_table = TG_RELID and cap_columns is distinct from cdc._cap_signature(TG_RELID)
+                where cap_table = TG_RELID and cap_columns is distinct from sig
                   for update
     loop
         ddl := cdc.capture_sql(TG_RELID, cap.cap_queue, cap.cap_options);
         -- the generated DDL begins with the function; what follows recreates the triggers
         execute left(ddl, strpos(ddl, E'$cdc$;\n') + length('$cdc$;'));
-        update cdc.capture set cap_columns = cdc._cap_signature(TG_RELID), cap_created = now()
+        update cdc.capture set cap_columns = sig, cap_created = now()
          where cap_table = cap.cap_table and cap_queue = cap.cap_queue;
     end loop;
     return null;

@@ -50,10 +50,7 @@ create or replace function cdc.get_batch_events(
     out ev_extra4    text)
 returns setof record as $$
 begin
-    return query execute format('select * from (%s) e where ev_id >= %s and ev_id < %s',
-                                cdc._batch_sql(i_batch_id),
-                                coalesce(i_ev_id_from, -9223372036854775808),
-                                coalesce(i_ev_id_to, 9223372036854775807));
+    return query execute cdc._batch_sql(i_batch_id, null, i_ev_id_from, i_ev_id_to);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 

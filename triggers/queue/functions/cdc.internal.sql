@@ -190,13 +190,17 @@ $$ language plpgsql stable;
 --      snapshot predates a rotation (REPEATABLE READ) may still insert into an older table,
 --      and each table costs one index probe when it holds nothing for the batch.
 --
---      Every value in the text is generated here, never taken from a caller. ev_ids, when
---      given, restricts the result to those events (used by event_retry).
+--      Every value in the text is generated here, never taken from a caller (the optional
+--      arguments are numbers). ev_ids, when given, restricts the result to those events (used
+--      by event_retry); ev_id_from / ev_id_to to ev_id_from <= ev_id < ev_id_to (a slice,
+--      for parallel readers).
 --
 -- Returns:
 --      SQL text of a SELECT with PgQ's get_batch_events columns.
 -- ----------------------------------------------------------------------
-create or replace function cdc._batch_sql(i_batch_id bigint, i_ev_ids bigint[] default null)
+create or replace function cdc._batch_sql(
+    i_batch_id bigint, i_ev_ids bigint[] default null,
+    i_ev_id_from bigint default null, i_ev_id_to bigint default null)
 returns text as $$
 declare
     b       record;
@@ -221,7 +225,9 @@ begin
         b.queue_id * 1000, b.queue_id * 1000 + b.queue_ntables,
         txcond, txid_snapshot_xmax(b.cur_snapshot), b.cur_snapshot, b.sub_id,
         case when i_ev_ids is null then ''
-             else format(' and ev_id = any (%L::bigint[])', i_ev_ids) end);
+             else format(' and ev_id = any (%L::bigint[])', i_ev_ids) end
+        || case when i_ev_id_from is null then '' else format(' and ev_id >= %s', i_ev_id_from) end
+        || case when i_ev_id_to is null then '' else format(' and ev_id < %s', i_ev_id_to) end);
 end;
 $$ language plpgsql stable;
 
