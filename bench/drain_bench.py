@@ -76,30 +76,52 @@ def _database(admin_dsn: str, name: str) -> str:
     return dsn
 
 
-def _pipeline(dsn: str, root: Path, tables: list[str], max_events: int) -> config.Pipeline:
+def _pipeline(
+    dsn: str, root: Path, tables: list[str], max_events: int, consumer: str = "delta"
+) -> config.Pipeline:
     return config.parse(
         {
-            "source": {"dsn": dsn, "queue": "bench", "consumer": "delta", "max_events": max_events},
+            "source": {
+                "dsn": dsn,
+                "queue": "bench",
+                "consumer": consumer,
+                "max_events": max_events,
+            },
             "target": {"path": str(root)},
             "tables": [{"source": f"public.{t}", "target": t} for t in tables],
         }
     )
 
 
-def _setup(dsn: str, tables: list[str]) -> None:
+def _setup(dsn: str, tables: list[str], consumers: tuple[str, ...] = ("delta",)) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         Queue(conn, "bench").create()
-        Consumer(conn, "bench", "delta").register()
+        for consumer in consumers:
+            Consumer(conn, "bench", consumer).register()
         for t in tables:
             conn.execute(TABLE_DDL.format(t=t))
             # statement mode makes the backlog faster; the events are row mode's
             capture.attach(conn, f"public.{t}", CaptureOptions(queue="bench", mode="statement"))
 
 
+PHASES = ("read", "decode", "fold", "merge", "quarantine", "finish")
+
+
+def _recorder(batches: list[dict[str, float]]) -> Any:
+    """An on_batch callback that keeps each batch's events and seconds per phase."""
+
+    def record(stats: Any) -> None:
+        batches.append({"events": stats.events, **stats.seconds, **stats.phases})
+
+    return record
+
+
 def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: int) -> dict:
+    """The backlog drained twice, by two consumers of the same queue: first in a fresh Spark
+    session (what a scheduled spark-submit sees: the JVM compiles as it goes), then warm."""
     dsn = _database(admin_dsn, "bench_throughput")
     tables = ["t1", "t2", "t3"]
-    _setup(dsn, tables)
+    _setup(dsn, tables, ("cold", "warm"))
     rows = events // 4 // len(tables)  # 25% inserts
     _progress(f"throughput: backlog of {events:,} events ({rows:,} rows per table)")
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -112,28 +134,28 @@ def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: 
         total = conn.execute(
             "select count(*) from cdc.event where ev_extra1 like 'public.t_'"
         ).fetchone()[0]
-    drain = Drain(_pipeline(dsn, root / "throughput", tables, max_events), spark)
-    batches: list[dict] = []
-    try:
-        started = time.monotonic()
-        drain.run(on_batch=lambda s: batches.append({"events": s.events, **s.seconds, **s.phases}))
-        elapsed = time.monotonic() - started
-    finally:
-        drain.close()
-    phases = {
-        p: sum(b.get(p, 0.0) for b in batches)
-        for p in ("read", "prepare", "decode+fold", "merge", "quarantine", "finish")
-    }
-    applied = sum(b["events"] for b in batches)
-    if applied != total:
-        raise BenchError(f"drained {applied} events of {total}")
-    return {
-        "events": total,
-        "batches": len(batches),
-        "seconds": elapsed,
-        "events_per_s": total / elapsed,
-        "phases": phases,
-    }
+    out: dict[str, Any] = {"events": total}
+    for consumer in ("cold", "warm"):
+        pipeline = _pipeline(dsn, root / "throughput" / consumer, tables, max_events, consumer)
+        drain = Drain(pipeline, spark)
+        batches: list[dict] = []
+        try:
+            started = time.monotonic()
+            drain.run(on_batch=_recorder(batches))
+            elapsed = time.monotonic() - started
+        finally:
+            drain.close()
+        applied = sum(b["events"] for b in batches)
+        if applied != total:
+            raise BenchError(f"{consumer}: drained {applied} events of {total}")
+        out[consumer] = {
+            "batches": len(batches),
+            "seconds": elapsed,
+            "events_per_s": total / elapsed,
+            "phases": {p: sum(b.get(p, 0.0) for b in batches) for p in PHASES},
+        }
+        _progress(f"throughput, {consumer}: {out[consumer]}")
+    return out
 
 
 def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float) -> dict:
@@ -184,7 +206,8 @@ def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float)
                 table = None
             time.sleep(0.1)
 
-    follower = threading.Thread(target=lambda: drain.run("follow"))
+    batches: list[dict[str, float]] = []
+    follower = threading.Thread(target=lambda: drain.run("follow", on_batch=_recorder(batches)))
     poller = threading.Thread(target=poll)
     follower.start()
     time.sleep(8)  # the first batch creates the table; the measure starts after it
@@ -208,6 +231,11 @@ def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float)
         "p50": q[49],
         "p99": q[98],
         "max": latencies[-1],
+        "batches": len(batches),
+        "batch_phases": {
+            p: round(statistics.median(b.get(p, 0.0) for b in batches), 3)
+            for p in ("events", *PHASES, "f")
+        },
     }
 
 
@@ -258,24 +286,63 @@ def plot(facts: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    thr = facts["throughput"]
-    axes[0].bar(list(thr["phases"]), list(thr["phases"].values()), color="#4C72B0")
-    axes[0].set_title(f"{thr['events']:,} events: {thr['events_per_s']:,.0f} events/s")
-    axes[0].set_ylabel("seconds")
-    fr = facts["freshness"]
-    axes[1].bar(["p50", "p99", "max"], [fr["p50"], fr["p99"], fr["max"]], color="#55A868")
-    axes[1].set_title(f"commit to visible, {fr['rate']} events/s")
-    axes[1].set_ylabel("seconds")
-    sc = {k: v for k, v in facts["scale"].items() if k != "ratio"}
-    axes[2].bar([f"{int(k):,} rows" for k in sc], list(sc.values()), color="#C44E52")
-    axes[2].set_title(
-        f"{facts['args']['scale_batch']:,}-event batch: ratio {facts['scale']['ratio']:.2f}"
-    )
-    axes[2].set_ylabel("seconds")
+    shown = [m for m in MEASURES if m in facts]
+    fig, axes = plt.subplots(1, len(shown), figsize=(4.4 * len(shown), 4), squeeze=False)
+    for ax, measure in zip(axes[0], shown, strict=True):
+        if measure == "throughput":
+            thr = facts["throughput"]
+            width = 0.4
+            for n, (run, color) in enumerate((("cold", "#8DA0CB"), ("warm", "#4C72B0"))):
+                xs = [i + (n - 0.5) * width for i in range(len(PHASES))]
+                label = f"{run}: {thr[run]['events_per_s']:,.0f} events/s"
+                ax.bar(xs, [thr[run]["phases"][p] for p in PHASES], width, color=color, label=label)
+            ax.set_xticks(range(len(PHASES)), PHASES, rotation=30)
+            ax.legend()
+            ax.set_title(f"{thr['events']:,} events, seconds per phase")
+        elif measure == "freshness":
+            fr = facts["freshness"]
+            ax.bar(["p50", "p99", "max"], [fr["p50"], fr["p99"], fr["max"]], color="#55A868")
+            ax.set_title(f"commit to visible, {fr['rate']} events/s")
+        else:
+            sc = {k: v for k, v in facts["scale"].items() if k != "ratio"}
+            ax.bar([f"{int(k):,} rows" for k in sc], list(sc.values()), color="#C44E52")
+            ax.set_title(
+                f"{facts['args']['scale_batch']:,}-event batch: ratio {facts['scale']['ratio']:.2f}"
+            )
+        ax.set_ylabel("seconds")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
+
+
+def report(facts: dict[str, Any]) -> None:
+    print(f"\nSpark session start: {facts['spark_start_s']:.1f} s")
+    if "throughput" in facts:
+        thr = facts["throughput"]
+        for run in ("cold", "warm"):
+            r = thr[run]
+            print(
+                f"throughput ({run}): {thr['events']:,} events in {r['batches']} batch(es), "
+                f"{r['seconds']:.1f} s = {r['events_per_s']:,.0f} events/s"
+            )
+            for phase, secs in r["phases"].items():
+                print(f"  {phase:12s} {secs:7.2f} s")
+    if "freshness" in facts:
+        fr = facts["freshness"]
+        print(
+            f"freshness at {fr['rate']} events/s for {fr['seconds']:.0f} s ({fr['rows']:,} rows):"
+            f" p50 {fr['p50']:.2f} s, p99 {fr['p99']:.2f} s, max {fr['max']:.2f} s"
+        )
+        print(f"  seconds per batch, median: {fr['batch_phases']}")
+    if "scale" in facts:
+        sc = facts["scale"]
+        batch = facts["args"]["scale_batch"]
+        for size in (k for k in sc if k != "ratio"):
+            print(f"scale: {batch:,}-event batch into {int(size):,} rows: {sc[size]:.2f} s")
+        print(f"scale ratio (largest / smallest target): {sc['ratio']:.2f}")
+
+
+MEASURES = ("throughput", "freshness", "scale")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,8 +354,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--freshness-seconds", type=float, default=120.0)
     parser.add_argument("--scale-rows", default="1000000,10000000")
     parser.add_argument("--scale-batch", type=int, default=10_000)
+    parser.add_argument(
+        "--measures",
+        default=",".join(MEASURES),
+        help="which measures to take, comma-separated (default: all three)",
+    )
     args = parser.parse_args(argv)
     check_args(parser, args)
+    measures = args.measures.split(",")
+    if not set(measures) <= set(MEASURES):
+        parser.error(f"--measures: choose among {', '.join(MEASURES)}")
     if args.quick:
         args.events, args.freshness_seconds = 20_000, 15.0
         args.scale_rows, args.scale_batch = "100000,1000000", 1_000
@@ -308,29 +383,19 @@ def main(argv: list[str] | None = None) -> int:
             spark = spark_module.session("cdc-bench")
             facts["spark_start_s"] = time.monotonic() - started
             root = Path(tmp)
-            facts["throughput"] = throughput(admin, spark, root, args.events, args.max_events)
-            _progress(f"throughput: {facts['throughput']}")
-            facts["freshness"] = freshness(admin, spark, root, args.rate, args.freshness_seconds)
-            _progress(f"freshness: {facts['freshness']}")
-            facts["scale"] = scale(admin, spark, root, sizes, args.scale_batch)
+            if "throughput" in measures:
+                facts["throughput"] = throughput(admin, spark, root, args.events, args.max_events)
+            if "freshness" in measures:
+                facts["freshness"] = freshness(
+                    admin, spark, root, args.rate, args.freshness_seconds
+                )
+                _progress(f"freshness: {facts['freshness']}")
+            if "scale" in measures:
+                facts["scale"] = scale(admin, spark, root, sizes, args.scale_batch)
     except BenchError as exc:
         print(f"drain_bench: {exc}", file=sys.stderr)
         return 1
-    thr, fr, sc = facts["throughput"], facts["freshness"], facts["scale"]
-    print(f"\nSpark session start: {facts['spark_start_s']:.1f} s")
-    print(
-        f"throughput: {thr['events']:,} events in {thr['batches']} batch(es), "
-        f"{thr['seconds']:.1f} s = {thr['events_per_s']:,.0f} events/s"
-    )
-    for phase, secs in thr["phases"].items():
-        print(f"  {phase:12s} {secs:7.2f} s")
-    print(
-        f"freshness at {fr['rate']} events/s for {fr['seconds']:.0f} s ({fr['rows']:,} rows): "
-        f"p50 {fr['p50']:.2f} s, p99 {fr['p99']:.2f} s, max {fr['max']:.2f} s"
-    )
-    for size in sizes:
-        print(f"scale: {args.scale_batch:,}-event batch into {size:,} rows: {sc[str(size)]:.2f} s")
-    print(f"scale ratio (largest / smallest target): {sc['ratio']:.2f}")
+    report(facts)
     if args.json:
         write_json(args.json, facts)
     if args.plot:

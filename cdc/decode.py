@@ -13,8 +13,12 @@ that does not cast to its column's type, a missing key.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from functools import reduce
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -24,16 +28,57 @@ from cdc import pgarray, sqlformat
 from cdc.pgtypes import Column
 
 META = ["ev_id", "ev_time", "ev_txid", "tick_id", "op"]
+# the raw event, kept for the quarantine
+RAW = [
+    "ev_id",
+    "ev_time",
+    "ev_txid",
+    "ev_type",
+    "ev_data",
+    "ev_extra1",
+    "ev_extra2",
+    "ev_extra3",
+    "ev_extra4",
+]
+
+
+def quote(name: str) -> str:
+    """A column or table name as a Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the drain needs to know of one table's decoded events before folding them."""
+
+    events: int
+    bad: int
+    truncated_at: int | None  # ev_id of the batch's last TRUNCATE of the table
+    key_range: tuple[object, object] | None  # lowest and highest first key column value
 
 
 @dataclass(frozen=True)
 class Decoded:
-    rows: DataFrame  # META + present + the typed columns
-    bad: DataFrame  # the raw events + reason
+    rows: DataFrame  # META, the typed columns by name, present(i) per column
+    bad: DataFrame  # the raw events, tick_id and reason
     cached: DataFrame
 
     def release(self) -> None:
         self.cached.unpersist()
+
+    def facts(self, columns: list[Column]) -> Facts:
+        """One pass over the decoded events (the first: it fills the cache)."""
+        first = F.col(quote(next(c.name for c in columns if c.is_key)))
+        good = F.col("reason").isNull() & (F.col("op") != "R")
+        row = self.cached.agg(
+            F.count("*"),
+            F.count("reason"),
+            F.max(F.when(F.col("op") == "R", F.col("ev_id"))),
+            F.min(F.when(good, first)),
+            F.max(F.when(good, first)),
+        ).collect()[0]
+        key_range = None if row[3] is None else (row[3], row[4])
+        return Facts(row[0], row[1], row[2], key_range)
 
 
 def _sql_map(op: str | None, data: str | None) -> dict[str, str | None] | None:
@@ -58,34 +103,44 @@ sql_map_udf = F.udf(_sql_map, MapType(StringType(), StringType()), useArrow=True
 array_udf = F.udf(_array_elements, ArrayType(StringType()), useArrow=True)
 
 
-def with_op_and_map(events: DataFrame) -> DataFrame:
-    """Adds fmt (json / urlenc / sql), op (I U D R) and kv (column -> text) to raw events."""
+FORMATS = ("json", "urlenc", "sql")
+SQL_OPS = ("I", "U", "D")  # the ev_type of a sql-format row event is just its op
+URLENC_TYPE = "^[IUD]:"  # urlenc: the op, a colon, the key columns
+
+
+def with_op_and_map(events: DataFrame, formats: Collection[str] = FORMATS) -> DataFrame:
+    """Adds fmt (json / urlenc / sql), op (I U D R) and kv (column -> text) to raw events.
+
+    formats: the formats of the row events present (``formats_of``); leaving out those that
+    are absent keeps the plan simple: urlenc decoding is not compiled code (it maps over the
+    keys and values), and sql events need a second pass through Python."""
     ev_type = F.col("ev_type")
     fmt = (
         F.when(ev_type.startswith("{"), F.lit("json"))
-        .when(ev_type.rlike("^[IUD]:"), F.lit("urlenc"))
-        .when(ev_type.isin("I", "U", "D", "R"), F.lit("sql"))
+        .when(ev_type.rlike(URLENC_TYPE), F.lit("urlenc"))
+        .when(ev_type.isin(*SQL_OPS, "R"), F.lit("sql"))
     )
     json_op = F.get_json_object(ev_type, "$.op")
     op = F.when(
         fmt == "json",
         F.when(json_op == "TRUNCATE", F.lit("R")).otherwise(F.substring(json_op, 1, 1)),
     ).when(fmt.isNotNull(), F.substring(ev_type, 1, 1))
-    urlenc = F.transform_values(
-        F.transform_keys(
-            F.str_to_map(F.col("ev_data"), F.lit("&"), F.lit("=")), lambda k, _: F.try_url_decode(k)
-        ),
-        lambda _, v: F.try_url_decode(v),
-    )
-    kv = (
-        F.when(F.col("op") == "R", F.create_map())
-        .when(
+    kv = F.when(F.col("op") == "R", F.create_map())
+    if "json" in formats:
+        kv = kv.when(
             F.col("fmt") == "json",
             F.from_json(F.col("ev_data"), MapType(StringType(), StringType())),
         )
-        .when(F.col("fmt") == "urlenc", urlenc)
-    )
+    if "urlenc" in formats:
+        pairs = F.str_to_map(F.col("ev_data"), F.lit("&"), F.lit("="))
+        keys_decoded = F.transform_keys(pairs, lambda k, _: F.try_url_decode(k))
+        kv = kv.when(
+            F.col("fmt") == "urlenc",
+            F.transform_values(keys_decoded, lambda _, v: F.try_url_decode(v)),
+        )
     typed = events.withColumn("fmt", fmt).withColumn("op", op)
+    if "sql" not in formats:
+        return typed.withColumn("kv", kv)
     # Spark evaluates a Python UDF on every row of its input, whatever the CASE around it:
     # only sql events go through sqlglot, the others stay in the JVM
     is_sql = (F.col("fmt") == "sql") & (F.col("op") != "R")
@@ -94,10 +149,35 @@ def with_op_and_map(events: DataFrame) -> DataFrame:
     return in_jvm.unionByName(in_python)
 
 
-def _cast(raw: SparkColumn, spark_type: str) -> SparkColumn:
+def formats_of(ev_type: pa.ChunkedArray | pa.Array) -> set[str]:
+    """The formats of the row events among these ev_types, for with_op_and_map."""
+    found = set()
+    if pc.any(pc.starts_with(ev_type, "{")).as_py():
+        found.add("json")
+    if pc.any(pc.match_substring_regex(ev_type, URLENC_TYPE)).as_py():
+        found.add("urlenc")
+    if pc.any(pc.is_in(ev_type, pa.array(SQL_OPS))).as_py():
+        found.add("sql")
+    return found
+
+
+def format_flags() -> list[SparkColumn]:
+    """Per format, whether a group of raw events holds it: aggregates for a Spark frame, the
+    counterpart of formats_of."""
+    ev_type = F.col("ev_type")
+    return [
+        F.max(ev_type.startswith("{")).alias("json"),
+        F.max(ev_type.rlike(URLENC_TYPE)).alias("urlenc"),
+        F.max(ev_type.isin(*SQL_OPS)).alias("sql"),
+    ]
+
+
+def cast_text(raw: SparkColumn, spark_type: str) -> SparkColumn:
+    """A PostgreSQL text value (as events carry it) cast to a Spark type; null when it does
+    not cast."""
     if spark_type.startswith("array<"):
         element = spark_type[len("array<") : -1]
-        return F.transform(array_udf(raw), lambda x: _cast(x, element))
+        return F.transform(array_udf(raw), lambda x: cast_text(x, element))
     if spark_type == "string":
         return raw
     if spark_type == "binary":
@@ -111,52 +191,76 @@ def _cast(raw: SparkColumn, spark_type: str) -> SparkColumn:
     return raw.try_cast(spark_type)
 
 
-def decode_table(events: DataFrame, columns: list[Column]) -> Decoded:
-    """The typed rows of one table's events (with op, fmt and kv added), and its bad events.
+def present(index: int) -> str:
+    """The name of the boolean column saying whether an event carries columns[index]."""
+    return f"__p{index}"
 
-    Each value is cast once: the casts go into columns of a cached frame that both the rows
-    and the bad events are taken from (call Decoded.release() when done)."""
+
+def any_of(conditions: list[SparkColumn]) -> SparkColumn:
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))
+
+
+def decode_table(
+    events: DataFrame, columns: list[Column], formats: Collection[str] = FORMATS
+) -> Decoded:
+    """The typed rows of one table's raw events, and its bad events, from one cached frame.
+
+    Each value is decoded and cast once, into a lean cached frame: META, per column its
+    typed value (named as the column) and whether the event carries it (``present(i)``),
+    the reason of a bad event, and the raw event only for bad ones. Call Decoded.release()
+    when done. formats: as for with_op_and_map."""
     keys = [c.name for c in columns if c.is_key]
-    slots = {c.name: f"__v{i}" for i, c in enumerate(columns)}
-    staged = events.select(
-        "*",
-        *[_cast(F.col("kv").getItem(c.name), c.spark_type).alias(slots[c.name]) for c in columns],
+    kv = F.col("kv")
+    slots = [(c, f"__v{i}") for i, c in enumerate(columns)]
+    staged = with_op_and_map(events, formats).select(
+        "*", *[cast_text(kv.getItem(c.name), c.spark_type).alias(s) for c, s in slots]
     )
-    bad_cols = F.filter(
-        F.array(
-            *[
-                F.when(F.col("kv").getItem(name).isNotNull() & F.col(slot).isNull(), F.lit(name))
-                for name, slot in slots.items()
-            ]
-        ),
-        lambda x: x.isNotNull(),
-    )
-    missing_key = F.filter(
-        F.array(*[F.when(F.col("kv").getItem(k).isNull(), F.lit(k)) for k in keys]),
-        lambda x: x.isNotNull(),
-    )
+    # the conditions are cheap; the texts are built only for the bad events
+    missing_key = any_of([kv.getItem(k).isNull() for k in keys])
+    bad_value = any_of([kv.getItem(c.name).isNotNull() & F.col(s).isNull() for c, s in slots])
     reason = (
         F.when(F.col("op").isNull(), F.lit("unknown event type"))
         .when(
-            F.col("kv").isNull(),
+            kv.isNull(),
             F.concat(F.lit("undecodable "), F.coalesce(F.col("fmt"), F.lit("")), F.lit(" payload")),
         )
         .when(
-            (F.col("op") != "R") & (F.size(missing_key) > 0),
-            F.concat(F.lit("no value for key column "), F.array_join(missing_key, ", ")),
+            (F.col("op") != "R") & missing_key,
+            F.concat(
+                F.lit("no value for key column "),
+                F.concat_ws(", ", *[F.when(kv.getItem(k).isNull(), F.lit(k)) for k in keys]),
+            ),
         )
         .when(
-            F.size(bad_cols) > 0,
+            bad_value,
             F.concat(
-                F.lit("value does not cast to the column type: "), F.array_join(bad_cols, ", ")
+                F.lit("value does not cast to the column type: "),
+                F.concat_ws(
+                    ", ",
+                    *[
+                        F.when(kv.getItem(c.name).isNotNull() & F.col(s).isNull(), F.lit(c.name))
+                        for c, s in slots
+                    ],
+                ),
             ),
         )
     )
-    checked = staged.withColumn("reason", reason).cache()
-    rows = checked.where(F.col("reason").isNull()).select(
-        *[F.col(m) for m in META],
-        F.coalesce(F.map_keys(F.col("kv")), F.array().cast("array<string>")).alias("present"),
-        *[F.col(slot).alias(name) for name, slot in slots.items()],
+    raw = F.struct(*[F.col(n) for n in RAW])
+    lean = (
+        staged.withColumn("reason", reason)
+        .withColumn("__keys", F.map_keys(kv))
+        .select(
+            *META,
+            *[F.col(s).alias(c.name) for c, s in slots],
+            *[
+                F.coalesce(F.array_contains("__keys", c.name), F.lit(False)).alias(present(i))
+                for i, c in enumerate(columns)
+            ],
+            "reason",
+            F.when(F.col("reason").isNotNull(), raw).alias("__raw"),
+        )
+        .cache()
     )
-    bad = checked.where(F.col("reason").isNotNull())
-    return Decoded(rows, bad, checked)
+    rows = lean.where(F.col("reason").isNull()).drop("reason", "__raw")
+    bad = lean.where(F.col("reason").isNotNull()).select("__raw.*", "tick_id", "reason")
+    return Decoded(rows, bad, lean)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -35,6 +36,8 @@ log = logging.getLogger("cdc.drain")
 # The stage at which a drain kills itself (SIGKILL): "read", "table:<target>" (after that
 # table's commit), "merged" (every table committed, batch not finished), "finished".
 KILL_AT_ENV = "CDC_DRAIN_KILL_AT"
+
+FOLLOW_POLL = 0.2  # seconds between looks for new events, when the drain ticks itself
 
 QUARANTINE_SCHEMA = [
     ("ev_id", "long"),
@@ -59,7 +62,23 @@ class BatchStats:
     quarantined: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
-    phases: dict[str, float] = field(default_factory=dict)  # decode+fold, merge (all tables)
+    phases: dict[str, float] = field(default_factory=dict)  # decode, fold, merge (all tables)
+
+
+@dataclass
+class BatchEvents:
+    """A batch's events: counts per source table (ev_extra1), a frame per configured table
+    that has events, and the events of tables not in the configuration (or None)."""
+
+    counts: dict[str | None, int]
+    tables: dict[str, DataFrame]
+    strays: DataFrame | None
+    formats: dict[str, set[str]]  # per table, the formats of its row events
+    cached: DataFrame | None = None
+
+    def release(self) -> None:
+        if self.cached is not None:
+            self.cached.unpersist()
 
 
 class Drain:
@@ -99,25 +118,45 @@ class Drain:
             self.pipeline.location(target), f"{src.queue}/{src.consumer}/{target}", batch.tick_id
         )
 
-    def read(self, batch: BatchRef) -> DataFrame | None:
+    def read(self, batch: BatchRef) -> BatchEvents:
+        """The batch's events, split by source table: by COPY into Arrow (split there), or,
+        for a large batch, by Spark JDBC (cached, split in Spark)."""
         src = self.pipeline.source
+        known = {t.source for t in self.pipeline.tables}
         jdbc = source_module.jdbc_url(src.dsn)
         if batch.events_upper_bound >= src.jdbc_min_events:
             if jdbc is not None:
-                return self._read_jdbc(batch, *jdbc)
+                return self._read_jdbc(batch, known, *jdbc)
             log.warning(
                 "batch %d is large but the DSN names a unix socket: read with COPY", batch.batch_id
             )
-        chunks = list(self.source.events(batch))
-        if not chunks:
-            return None
-        table = pa.Table.from_batches(chunks, schema=EVENT_SCHEMA)
-        frame = self.spark.createDataFrame(table)
-        return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
+        table = pa.Table.from_batches(list(self.source.events(batch)), schema=EVENT_SCHEMA)
+        names = table.column("ev_extra1")
+        counts: dict[str | None, int] = {
+            row["values"]: row["counts"] for row in pc.value_counts(names).to_pylist()
+        }
 
-    def _read_jdbc(self, batch: BatchRef, url: str, props: dict[str, str]) -> DataFrame:
+        def frame(rows: pa.Table) -> DataFrame:
+            return self.spark.createDataFrame(rows).withColumn(
+                "tick_id", F.lit(batch.tick_id).cast("long")
+            )
+
+        unknown = pc.invert(pc.fill_null(pc.is_in(names, pa.array(sorted(known))), False))
+        strays = table.filter(unknown) if set(counts) - known else None
+        formats = {}
+        tables = {}
+        for name in counts:
+            if name in known:
+                rows = table.filter(pc.equal(names, name))
+                formats[name] = decode.formats_of(rows.column("ev_type"))
+                tables[name] = frame(rows)
+        return BatchEvents(counts, tables, frame(strays) if strays else None, formats)
+
+    def _read_jdbc(
+        self, batch: BatchRef, known: set[str], url: str, props: dict[str, str]
+    ) -> BatchEvents:
         """The batch through Spark's JDBC source, one slice of ev_ids per partition, read in
-        parallel by the executors."""
+        parallel by the executors, and cached for the split by table."""
         frames = [
             self.spark.read.jdbc(
                 url,
@@ -132,7 +171,25 @@ class Drain:
         frame = frame.select(
             *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
         )
-        return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
+        frame = frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long")).cache()
+        facts = (
+            frame.groupBy("ev_extra1")
+            .agg(F.count("*").alias("n"), *decode.format_flags())
+            .collect()
+        )
+        counts = {row.ev_extra1: row.n for row in facts}
+        formats = {
+            row.ev_extra1: {f for f in decode.FORMATS if row[f]}
+            for row in facts
+            if row.ev_extra1 in known
+        }
+        tables = {name: frame.where(F.col("ev_extra1") == name) for name in counts if name in known}
+        strays = None
+        if set(counts) - known:
+            strays = frame.where(
+                ~F.col("ev_extra1").isin(*sorted(known)) | F.col("ev_extra1").isNull()
+            )
+        return BatchEvents(counts, tables, strays, formats, cached=frame)
 
     def apply(self, batch: BatchRef, on_stage: Callable[[str], None] | None = None) -> BatchStats:
         """Applies one batch to every table and the quarantine, then finishes it."""
@@ -147,13 +204,12 @@ class Drain:
         started = time.monotonic()
         events = self.read(batch)
         stats.seconds["read"] = time.monotonic() - started
+        stats.events = sum(events.counts.values())
         stage("read")
-        if events is not None:
-            events = decode.with_op_and_map(events).cache()
-            try:
-                self._apply_tables(batch, events, stats, stage)
-            finally:
-                events.unpersist()
+        try:
+            self._apply_tables(batch, events, stats, stage)
+        finally:
+            events.release()
         stage("merged")
         started = time.monotonic()
         self.source.finish(batch)
@@ -162,38 +218,31 @@ class Drain:
         return stats
 
     def _apply_tables(
-        self, batch: BatchRef, events: DataFrame, stats: BatchStats, stage: Callable[[str], None]
+        self, batch: BatchRef, events: BatchEvents, stats: BatchStats, stage: Callable[[str], None]
     ) -> None:
-        started = time.monotonic()
-        counts: dict[str | None, int] = {}
-        truncated: dict[str | None, int] = {}
         decoded_tables: list[decode.Decoded] = []
-        for row in (
-            events.groupBy("ev_extra1", "op")
-            .agg(F.count("*").alias("n"), F.max("ev_id").alias("last"))
-            .collect()
-        ):
-            counts[row.ev_extra1] = counts.get(row.ev_extra1, 0) + row.n
-            if row.op == "R":
-                truncated[row.ev_extra1] = row.last
-        stats.events = sum(counts.values())
-        stats.seconds["prepare"] = time.monotonic() - started  # format, op and payload map
-        known = {t.source for t in self.pipeline.tables}
         bad: list[DataFrame] = []
-        if set(counts) - known:
-            unknown = events.where(~F.col("ev_extra1").isin(*known) | F.col("ev_extra1").isNull())
-            bad.append(unknown.withColumn("reason", F.lit("table not in the configuration")))
+        if events.strays is not None:
+            strays = decode.with_op_and_map(events.strays).withColumn(
+                "reason", F.lit("table not in the configuration")
+            )
+            bad.append(strays)
         for table in self.pipeline.tables:
             started = time.monotonic()
             columns = self.columns(table)
             target = self._target(table.target, batch)
-            stats.per_table[table.target] = counts.get(table.source, 0)
-            if not counts.get(table.source):
+            stats.per_table[table.target] = events.counts.get(table.source, 0)
+            if table.source not in events.tables:
                 merge.ensure_target(self.spark, target, columns, table.mode)
                 continue
-            decoded = decode.decode_table(events.where(F.col("ev_extra1") == table.source), columns)
+            decoded = decode.decode_table(
+                events.tables[table.source], columns, events.formats[table.source]
+            )
             decoded_tables.append(decoded)
-            bad.append(decoded.bad)
+            facts = decoded.facts(columns)  # decodes, into the cache
+            merge.add_time(stats.phases, "decode", started)
+            if facts.bad:
+                bad.append(decoded.bad)
             if table.mode == "history":
                 merge.apply_history(self.spark, target, decoded.rows, columns)
             else:
@@ -202,7 +251,8 @@ class Drain:
                     target,
                     decoded.rows,
                     columns,
-                    truncated.get(table.source),
+                    facts.truncated_at,
+                    facts.key_range,
                     stats.phases,
                 )
             stats.seconds[table.target] = time.monotonic() - started
@@ -244,15 +294,19 @@ class Drain:
         if self.tick_first:
             self.source.tick()
         while not self.stopping.is_set():
-            batch = self.source.next_batch()
-            if batch is None:
+            # a snapshot of a table holds the lock while it copies: no batch meanwhile
+            with source_module.drain_lock(self.conn, self.pipeline.source, "drain"):
+                batch = self.source.next_batch()
+                stats = self.apply(batch) if batch is not None else None
+            if stats is None:
                 if mode != "follow":
                     break
-                self._wait_for_tick()
+                # ticking itself, the drain looks for new events often (a cheap query);
+                # otherwise the ticker's NOTIFY wakes it
+                self._wait_for_tick(FOLLOW_POLL if self.tick_first else 1.0)
                 if self.tick_first:
                     self.source.tick(only_if_new=True)
                 continue
-            stats = self.apply(batch)
             done += 1
             log.info(
                 "batch %d (tick %d): %d events, %s, %d quarantined",

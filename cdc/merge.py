@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc.decode import present, quote
 from cdc.pgtypes import Column
 
 TXN_APP = "spark.databricks.delta.write.txnAppId"
@@ -52,10 +53,6 @@ class Target:
         if self.is_path:
             return "delta.`" + self.location.replace("`", "``") + "`"
         return ".".join(quote(p) for p in self.location.split("."))
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 @contextmanager
@@ -119,7 +116,7 @@ def ensure_target(
     return schema
 
 
-def _add(timings: dict[str, float], phase: str, started: float) -> float:
+def add_time(timings: dict[str, float], phase: str, started: float) -> float:
     now = time.monotonic()
     timings[phase] = timings.get(phase, 0.0) + now - started
     return now
@@ -133,23 +130,30 @@ def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFram
 
 
 def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
-    """One row per key: __op (D or U), __reset, and per column its value and __has_<n>."""
+    """One row per key: __op (D or U), __reset, and per column its value and __has_<n>.
+
+    One aggregation, no window: per key the last INSERT or DELETE (the reset), and per column
+    its last present value with that event's id; a value from before the reset does not
+    count."""
     keys = [c.name for c in columns if c.is_key]
-    others = [c.name for c in columns if not c.is_key]
-    by_key = Window.partitionBy(*[F.col(quote(k)) for k in keys])
-    reset_at = F.max(F.when(F.col("op").isin("I", "D"), F.col("ev_id"))).over(by_key)
-    scoped = rows.withColumn("__reset_at", reset_at).where(
-        F.col("__reset_at").isNull() | (F.col("ev_id") >= F.col("__reset_at"))
-    )
-    aggs = [
-        F.max_by("op", "ev_id").alias("__op"),
-        F.max(F.col("op").isin("I", "D")).alias("__reset"),
-    ]
-    for name in others:
-        when_present = F.when(F.array_contains("present", name), F.col("ev_id"))
-        aggs.append(F.max_by(F.col(quote(name)), when_present).alias(name))
-        aggs.append(F.max(when_present.isNotNull()).alias("__has_" + name))
-    return scoped.groupBy(*[F.col(quote(k)) for k in keys]).agg(*aggs)
+    reset_at = F.max(F.when(F.col("op").isin("I", "D"), F.col("ev_id")))
+    aggs = [F.max_by("op", "ev_id").alias("__op"), reset_at.alias("__reset_at")]
+    for i, c in enumerate(columns):
+        if c.is_key:
+            continue
+        when_present = F.when(F.col(present(i)), F.col("ev_id"))
+        aggs.append(F.max_by(F.col(quote(c.name)), when_present).alias(f"__v{i}"))
+        aggs.append(F.max(when_present).alias(f"__at{i}"))
+    grouped = rows.groupBy(*[F.col(quote(k)) for k in keys]).agg(*aggs)
+    out = [F.col(quote(k)) for k in keys]
+    out += [F.col("__op"), F.col("__reset_at").isNotNull().alias("__reset")]
+    for i, c in enumerate(columns):
+        if c.is_key:
+            continue
+        at, reset = F.col(f"__at{i}"), F.col("__reset_at")
+        has = at.isNotNull() & (reset.isNull() | (at >= reset))
+        out += [F.when(has, F.col(f"__v{i}")).alias(c.name), has.alias("__has_" + c.name)]
+    return grouped.select(*out)
 
 
 def _literal(value: object) -> str | None:
@@ -164,17 +168,16 @@ def _literal(value: object) -> str | None:
     return None
 
 
-def _pruning(folded: DataFrame, columns: list[Column]) -> str:
+def _pruning(columns: list[Column], key_range: tuple[object, object] | None) -> str:
     """A literal range on the first key column, so that the MERGE reads only the files whose
     statistics overlap the batch's keys."""
     first = next(c for c in columns if c.is_key)
-    if first.spark_type not in PRUNABLE:
+    if key_range is None or first.spark_type not in PRUNABLE:
         return ""
-    low, high = folded.agg(F.min(quote(first.name)), F.max(quote(first.name))).collect()[0]
-    low_lit, high_lit = _literal(low), _literal(high)
-    if low_lit is None or high_lit is None:
+    low, high = (_literal(v) for v in key_range)
+    if low is None or high is None:
         return ""
-    return f" and t.{quote(first.name)} between {low_lit} and {high_lit}"
+    return f" and t.{quote(first.name)} between {low} and {high}"
 
 
 def apply_mirror(
@@ -183,29 +186,32 @@ def apply_mirror(
     rows: DataFrame,
     columns: list[Column],
     truncate_ev_id: int | None = None,
+    key_range: tuple[object, object] | None = None,
     timings: dict[str, float] | None = None,
 ) -> None:
     """Folds the table's events and MERGEs them into the target, or, when the batch holds a
-    TRUNCATE of the table, overwrites the target with what follows it. timings, when given,
-    accumulates seconds under "decode+fold" and "merge" (Spark runs decoding and folding
-    as one job: they are timed together)."""
+    TRUNCATE of the table, overwrites the target with what follows it. key_range: the lowest
+    and highest value of the first key column in the batch, for file pruning. timings, when
+    given, accumulates seconds under "fold" and "merge"."""
     timings = timings if timings is not None else {}
     keys = [c.name for c in columns if c.is_key]
     schema = ensure_target(spark, target, columns, "mirror")
+    started = time.monotonic()
     folded = fold(after_last_truncate(rows, truncate_ev_id), columns).cache()
     try:
+        folded.count()
+        started = add_time(timings, "fold", started)
         with idempotent(spark, target):
             if truncate_ev_id is not None:
                 kept = folded.where(F.col("__op") != "D").select(
                     *[F.col(quote(n)).cast(t).alias(n) for n, t in schema]
                 )
                 write(kept, target, "overwrite")
+                add_time(timings, "merge", started)
                 return
             folded.createOrReplaceTempView("cdc_batch_source")
             on = " and ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
-            started = time.monotonic()
-            on += _pruning(folded, columns)  # runs the fold once, into the cache
-            started = _add(timings, "decode+fold", started)
+            on += _pruning(columns, key_range)
             sets = ", ".join(
                 f"{quote(c.name)} = case when s.__reset or s.{quote('__has_' + c.name)}"
                 f" then s.{quote(c.name)} else t.{quote(c.name)} end"
@@ -220,7 +226,7 @@ def apply_mirror(
                 + (f" when matched then update set {sets}" if sets else "")
                 + f" when not matched and s.__op <> 'D' then insert ({names}) values ({values})"
             )
-            _add(timings, "merge", started)
+            add_time(timings, "merge", started)
     finally:
         folded.unpersist()
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import io
 import itertools
+import logging
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +24,8 @@ from psycopg import sql
 
 from cdc import errors
 from cdc.config import Source
+
+log = logging.getLogger("cdc.source")
 
 EVENT_SCHEMA = pa.schema(
     [
@@ -205,6 +210,27 @@ class QueueSource:
 
     def finish(self, batch: BatchRef) -> None:
         self._call("finish_batch", batch.batch_id)
+
+
+def lock_key(src: Source) -> str:
+    return f"cdc-drain:{src.queue_schema}.{src.queue}/{src.consumer}"
+
+
+@contextmanager
+def drain_lock(conn: psycopg.Connection, src: Source, who: str) -> Iterator[None]:
+    """The consumer's drain lock (a session advisory lock): held by a drain while it applies
+    a batch, and by a snapshot for its whole run. Waits, saying so every 10 s."""
+    key = lock_key(src)
+    waited = 0.0
+    while not conn.execute("select pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+        if waited % 10 == 0:
+            log.info("%s: waiting for the drain lock of %s/%s", who, src.queue, src.consumer)
+        time.sleep(0.5)
+        waited += 0.5
+    try:
+        yield
+    finally:
+        conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
 
 
 def jdbc_url(dsn: str) -> tuple[str, dict[str, str]] | None:

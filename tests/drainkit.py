@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from cdc import config
 from cdc.config import Pipeline
+from tests import servers
+
+PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 
 TYPES_DDL = """
 create type mood as enum ('happy', 'so sad', 'Qu''ote');
@@ -68,3 +75,19 @@ def pipeline(dsn: str, path: str, tables: list[dict[str, str]], **source: Any) -
             "tables": tables,
         }
     )
+
+
+@contextmanager
+def tcp_cluster() -> Iterator[str]:
+    """A throwaway PostgreSQL 15 cluster listening on a free local TCP port (Spark's JDBC
+    reader cannot use a unix socket); yields its DSN, the queue engine installed."""
+    from cdc import install
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = {**servers.FAST, "listen_addresses": "127.0.0.1", "port": str(port)}
+    with servers.cluster(PG15_BIN, settings):
+        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        install.install(dsn)
+        yield dsn

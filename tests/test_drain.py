@@ -13,7 +13,7 @@ from cdc import capture, compare, pgtypes
 from cdc.capture import CaptureOptions
 from cdc.drain import Drain
 from cdc.queue import Consumer, Queue
-from tests import drainkit, servers
+from tests import drainkit
 from tests import test_capture_pgq as pgq_diff
 
 # Spark and Delta: run once per suite run (see scripts/test.sh), not once per server
@@ -312,40 +312,28 @@ def test_consumes_a_real_pgq_queue(pgq_admin_dsn, spark, tmp_path):
 def test_large_batches_are_read_over_jdbc_in_slices(spark, tmp_path):
     """A batch at or above jdbc_min_events is read by Spark's JDBC source in ev_id slices
     (here: every batch, three slices), on a server reached over TCP."""
-    import socket
+    with drainkit.tcp_cluster() as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        make_small(conn, "urlenc")
+        conn.execute("insert into a select g, 'v' || g, g, null from generate_series(1, 300) g")
+        conn.execute("insert into b select 'k' || g, g from generate_series(1, 100) g")
+        conn.execute("update a set v = 'w' where id % 4 = 0")
+        conn.execute("delete from b where x % 3 = 0")
+        pipe = drainkit.pipeline(
+            dsn, str(tmp_path), small_conf(), jdbc_min_events=1, jdbc_partitions=3
+        )
+        drain = Drain(pipe, spark)
+        read_jdbc = drain._read_jdbc
+        calls: list[int] = []
 
-    from cdc import install
+        def counting(*args):
+            calls.append(1)
+            return read_jdbc(*args)
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    settings = {**servers.FAST, "listen_addresses": "127.0.0.1", "port": str(port)}
-    with servers.cluster(pgq_diff.PG15_BIN, settings) as admin:
-        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
-        install.install(dsn)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            make_small(conn, "urlenc")
-            conn.execute("insert into a select g, 'v' || g, g, null from generate_series(1, 300) g")
-            conn.execute("insert into b select 'k' || g, g from generate_series(1, 100) g")
-            conn.execute("update a set v = 'w' where id % 4 = 0")
-            conn.execute("delete from b where x % 3 = 0")
-            pipe = drainkit.pipeline(
-                dsn, str(tmp_path), small_conf(), jdbc_min_events=1, jdbc_partitions=3
-            )
-            drain = Drain(pipe, spark)
-            read_jdbc = drain._read_jdbc
-            calls: list[int] = []
-
-            def counting(*args):
-                calls.append(1)
-                return read_jdbc(*args)
-
-            drain._read_jdbc = counting
-            try:
-                assert drain.run() >= 1
-            finally:
-                drain.close()
-            assert calls
-            for table in ("a", "b"):
-                assert_mirrored(conn, spark, tmp_path, table)
-    assert admin
+        drain._read_jdbc = counting
+        try:
+            assert drain.run() >= 1
+        finally:
+            drain.close()
+        assert calls
+        for table in ("a", "b"):
+            assert_mirrored(conn, spark, tmp_path, table)
