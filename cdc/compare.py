@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc import pgtypes
@@ -20,6 +20,11 @@ from cdc import pgtypes
 def source_rows(conn: psycopg.Connection, schema: str, table: str) -> list[tuple[Any, ...]]:
     """The table's rows, ordered by key, in the form delta_rows gives."""
     cols = pgtypes.columns(conn, schema, table)
+    return [normal(row) for row in conn.execute(source_query(schema, table, cols)).fetchall()]
+
+
+def source_query(schema: str, table: str, cols: list[pgtypes.Column]) -> sql.Composed:
+    """The query of the table's rows, ordered by key, whose rows normal() makes comparable."""
     exprs = []
     for c in cols:
         ident = sql.Identifier(c.name)
@@ -36,31 +41,42 @@ def source_rows(conn: psycopg.Connection, schema: str, table: str) -> list[tuple
         else:
             exprs.append(ident)
     keys = [sql.Identifier(c.name) for c in cols if c.is_key]
-    query = sql.SQL("select {} from {}.{} order by {}").format(
+    return sql.SQL("select {} from {}.{} order by {}").format(
         sql.SQL(", ").join(exprs),
         sql.Identifier(schema),
         sql.Identifier(table),
         sql.SQL(", ").join(keys),
     )
-    return [_normal(row) for row in conn.execute(query).fetchall()]
 
 
 def delta_rows(
     spark: SparkSession, location: str, columns: list[pgtypes.Column]
 ) -> list[tuple[Any, ...]]:
     """The Delta table's rows (read with Spark), ordered by key."""
-    frame = spark.read.format("delta").load(location)
+    keys = [F.col(f"`{c.name}`") for c in columns if c.is_key]
+    frame = delta_frame(spark, location, columns)
+    return [normal(tuple(r)) for r in frame.orderBy(*keys).collect()]
+
+
+def delta_frame(
+    spark: SparkSession, location: str, columns: list[pgtypes.Column], version: int | None = None
+) -> DataFrame:
+    """The Delta table's rows (at a version, or the latest) as Spark rows that normal() makes
+    comparable with source_query's."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    frame = reader.load(location) if "/" in location else reader.table(location)
     exprs = []
     for c in columns:
         col = F.col(f"`{c.name}`")
         if c.spark_type in ("timestamp", "timestamp_ntz"):
             col = F.unix_micros(col.cast("timestamp"))
-        exprs.append(col)
-    keys = [F.col(f"`{c.name}`") for c in columns if c.is_key]
-    return [_normal(tuple(r)) for r in frame.orderBy(*keys).select(*exprs).collect()]
+        exprs.append(col.alias(c.name))
+    return frame.select(*exprs)
 
 
-def _normal(row: tuple[Any, ...]) -> tuple[Any, ...]:
+def normal(row: tuple[Any, ...]) -> tuple[Any, ...]:
     out: list[Any] = []
     for v in row:
         if isinstance(v, bytes | bytearray | memoryview):

@@ -284,9 +284,13 @@ class Drain:
     # ------------------------------------------------------------------ runs
 
     def run(
-        self, mode: str = "until-caught-up", on_batch: Callable[[BatchStats], None] | None = None
+        self,
+        mode: str = "until-caught-up",
+        on_batch: Callable[[BatchStats], None] | None = None,
+        stop_at_tick: int | None = None,
     ) -> int:
         """Applies batches: one (once), all there are (until-caught-up), or forever (follow).
+        stop_at_tick: one tick per batch, and stop once that tick's batch is applied.
         Returns the number of batches applied."""
         done = 0
         if mode == "follow" and self.pipeline.source.queue_schema == "cdc":
@@ -296,7 +300,7 @@ class Drain:
         while not self.stopping.is_set():
             # a snapshot of a table holds the lock while it copies: no batch meanwhile
             with source_module.drain_lock(self.conn, self.pipeline.source, "drain"):
-                batch = self.source.next_batch()
+                batch = self.source.next_batch(one_tick=stop_at_tick is not None)
                 stats = self.apply(batch) if batch is not None else None
             if stats is None:
                 if mode != "follow":
@@ -314,7 +318,7 @@ class Drain:
             )  # fmt: skip
             if on_batch:
                 on_batch(stats)
-            if mode == "once":
+            if mode == "once" or (stop_at_tick is not None and stats.tick_id >= stop_at_tick):
                 break
         return done
 

@@ -180,7 +180,8 @@ class Snapshot:
         src = self.pipeline.source
         table = targets[0]
         with psycopg.connect(src.dsn) as reader:
-            reader.execute("begin isolation level repeatable read read only")
+            reader.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            reader.read_only = True
             snapshot_id = reader.execute("select pg_export_snapshot()").fetchone()[0]
             reader.execute(TEXT_SETTINGS)
             columns = pgtypes.columns(reader, table.schema, table.name)

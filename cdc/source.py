@@ -157,9 +157,10 @@ class QueueSource:
             return None
         return int(row[1])
 
-    def next_batch(self) -> BatchRef | None:
-        """The open batch, or the next one; None when the consumer is caught up."""
-        min_count = self._min_count()
+    def next_batch(self, one_tick: bool = False) -> BatchRef | None:
+        """The open batch, or the next one; None when the consumer is caught up. one_tick:
+        a batch up to the next tick only (no joining of ticks)."""
+        min_count = None if one_tick else self._min_count()
         query = sql.SQL(
             "select batch_id, cur_tick_id, prev_tick_id, prev_tick_event_seq, cur_tick_event_seq"
             " from {}.next_batch_custom(%s, %s, null, %s, null)"
@@ -207,6 +208,15 @@ class QueueSource:
                         yield record_batch.cast(EVENT_SCHEMA)
         except psycopg.Error as exc:
             raise errors.translate(exc) from exc
+
+    def position(self) -> int | None:
+        """The consumer's last finished tick."""
+        query = sql.SQL(
+            "select sub_last_tick from {s}.subscription join {s}.queue on queue_id = sub_queue"
+            " join {s}.consumer on co_id = sub_consumer where queue_name = %s and co_name = %s"
+        ).format(s=self.schema)
+        row = self.conn.execute(query, (self.cfg.queue, self.cfg.consumer)).fetchone()
+        return None if row is None else int(row[0])
 
     def finish(self, batch: BatchRef) -> None:
         self._call("finish_batch", batch.batch_id)
