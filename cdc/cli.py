@@ -127,6 +127,15 @@ def cmd_ticker(args: argparse.Namespace) -> int:
         if getattr(args, name) <= 0:
             raise errors.ConfigError(f"--{name.replace('_', '-')} must be positive")
     ticker = Ticker(dsns, TickerSettings(args.tick_period, args.retry_period, args.maint_period))
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+        from prometheus_client.registry import CollectorRegistry
+
+        from cdc.status import TickerCollector
+
+        registry = CollectorRegistry()
+        registry.register(TickerCollector(dsns))
+        start_http_server(args.metrics_port, registry=registry)
     if args.once:
         totals = ticker.run_once()
         print(" ".join(f"{k}={v}" for k, v in totals.items()))
@@ -187,6 +196,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 for k in v.keys:
                     print(f"    {k['kind']}: {k['key']}")
     return 0 if all(v.ok for v in verdicts) else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from prometheus_client import generate_latest
+
+    from cdc import config, status
+
+    pipeline = config.load(args.config)
+    state = status.collect(pipeline)
+    if args.json:
+        print(status.to_json(state))
+    elif args.prometheus:
+        print(generate_latest(status.registry(pipeline)).decode(), end="")
+    else:
+        print(status.render(state))
+    return 1 if state.queue.stalled else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -272,6 +297,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--maint-period", type=float, default=120.0, help="seconds between maintenance (120)"
     )
+    sp.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+
+    sp = add(
+        "status",
+        cmd_status,
+        "queue, consumer and tables of a pipeline; exit 1 when the ticker is stalled",
+    )
+    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    shown = sp.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="JSON output")
+    shown.add_argument("--prometheus", action="store_true", help="Prometheus text format")
 
     sp = add("drain", cmd_drain, "apply queue batches to Delta tables (local Spark session)")
     from cdc.drain import add_arguments

@@ -18,6 +18,9 @@
     source = "public.orders"      # the events' ev_extra1
     target = "orders"             # a path under target.path, or a catalog table name
     mode = "mirror"               # or "history"
+
+    [metrics]
+    port = 9187                   # a --follow drain serves Prometheus metrics here
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Pipeline:
     tables: tuple[TableMap, ...]
     quarantine: str = "_quarantine"
     path: Path | None = field(default=None, compare=False)
+    metrics_port: int | None = None  # Prometheus metrics of a --follow drain
 
     def location(self, target: str) -> str:
         """Where a target table lives: a path below target.path, unless it is a catalog name
@@ -110,7 +114,7 @@ def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
 
 
 def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
-    _unknown(data, "the configuration", {"source", "target", "tables"})
+    _unknown(data, "the configuration", {"source", "target", "tables", "metrics"})
     src = _section(data, "source")
     _unknown(
         src,
@@ -183,7 +187,18 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
     if quarantine in {m.target for m in maps}:
         raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
-    return Pipeline(source, target_path, tuple(maps), quarantine, path)
+    metrics_port = None
+    if "metrics" in data:
+        metrics = _section(data, "metrics")
+        _unknown(metrics, "metrics", {"port"})
+        metrics_port = metrics.get("port")
+        if (
+            not isinstance(metrics_port, int)
+            or isinstance(metrics_port, bool)
+            or not (0 < metrics_port < 65536)
+        ):
+            raise ConfigError(f"metrics.port must be a TCP port number, not {metrics_port!r}")
+    return Pipeline(source, target_path, tuple(maps), quarantine, path, metrics_port)
 
 
 def load(path: str | os.PathLike[str]) -> Pipeline:

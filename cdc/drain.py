@@ -368,6 +368,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(mode="until-caught-up")
 
 
+def serve_metrics(pipeline: Pipeline) -> Callable[[BatchStats], None]:
+    """Serves the pipeline's Prometheus metrics (cdc.status) on its metrics port, with the
+    drain's own counters; returns the on_batch callback that updates them."""
+    from prometheus_client import Counter, Gauge, start_http_server
+
+    from cdc import status
+
+    registry = status.registry(pipeline)
+    batches = Counter("cdc_drain_batches", "Batches applied", registry=registry)
+    events = Counter("cdc_drain_events", "Events applied", registry=registry)
+    seconds = Gauge("cdc_drain_last_batch_seconds", "Duration of the last batch", registry=registry)
+    start_http_server(pipeline.metrics_port or 0, registry=registry)
+    log.info("metrics on port %s", pipeline.metrics_port)
+
+    def on_batch(stats: BatchStats) -> None:
+        batches.inc()
+        events.inc(stats.events)
+        seconds.set(sum(stats.seconds.values()))
+
+    return on_batch
+
+
 def run(args: argparse.Namespace) -> int:
     """`cdc drain` and jobs/drain.py: one pipeline run in the given mode."""
     from cdc import config as config_module
@@ -376,9 +398,12 @@ def run(args: argparse.Namespace) -> int:
     pipeline = config_module.load(args.config)
     session = spark_module.session("cdc-drain")
     drain = Drain(pipeline, session, tick=not args.no_tick)
+    on_batch = None
+    if args.mode == "follow" and pipeline.metrics_port:
+        on_batch = serve_metrics(pipeline)
     try:
         drain.stop_on_signals()
-        batches = drain.run(args.mode)
+        batches = drain.run(args.mode, on_batch=on_batch)
     finally:
         drain.close()
     log.info("%d batch(es) applied", batches)

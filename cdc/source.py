@@ -123,10 +123,19 @@ class QueueSource:
 
     def tick(self, only_if_new: bool = False) -> None:
         """Makes a tick now (for runs without a ticker daemon): events committed before this
-        call are in the next batches. only_if_new: only when events arrived since the last
-        tick (a follow-mode drain asks every second)."""
+        call are in the next batches. only_if_new: only when events may have arrived since
+        the last tick (a follow-mode drain asks often)."""
         if only_if_new:
-            query = sql.SQL("select ev_new from {}.get_queue_info(%s)").format(self.schema)
+            # new events by the sequence, or a transaction that was running at the last tick
+            # and has ended since: its events (numbered before that tick) come after it
+            query = sql.SQL(
+                "select i.ev_new > 0 or exists (select 1 from {s}.tick t"
+                " join {s}.queue q on q.queue_id = t.tick_queue,"
+                " txid_snapshot_xip(t.tick_snapshot) x"
+                " where q.queue_name = i.queue_name and t.tick_id = i.last_tick_id"
+                " and txid_status(x) is distinct from 'in progress')"
+                " from {s}.get_queue_info(%s) i"
+            ).format(s=self.schema)
             row = self.conn.execute(query, (self.cfg.queue,)).fetchone()
             if row is None or not row[0]:
                 return

@@ -184,9 +184,12 @@ def test_follow_applies_new_changes_and_stops_on_sigterm(db, dsn, spark, tmp_pat
             cols = pgtypes.columns(db, "public", "a")
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if (root / "a" / "_delta_log").exists() and compare.delta_rows(
-                    spark, str(root / "a"), cols
-                ) == expected:
+                # the first commit's file, not just the folder: the drain may be writing it
+                first_commit = root / "a" / "_delta_log" / f"{0:020d}.json"
+                if (
+                    first_commit.exists()
+                    and compare.delta_rows(spark, str(root / "a"), cols) == expected
+                ):
                     break
                 time.sleep(1)
             else:

@@ -40,6 +40,8 @@ def test_a_good_configuration_parses():
     assert pipe.tables[0].mode == "mirror"
     assert pipe.location("orders") == "/data/delta/orders"
     assert pipe.location("lake.orders") == "lake.orders"
+    assert pipe.metrics_port is None
+    assert config.parse({**GOOD, "metrics": {"port": 9187}}).metrics_port == 9187
 
 
 @pytest.mark.parametrize(
@@ -55,6 +57,9 @@ def test_a_good_configuration_parses():
         (("tables", "0"), {"source": "orders"}, "tables[1].source must be schema.table"),
         (("tables", "0"), {"source": "public.o", "mode": "copy"}, "tables[1].mode must be mirror"),
         (("tables", "0"), {"source": "public.o", "target": "../x"}, "tables[1].target must be"),
+        (("metrics",), {"port": "http"}, "metrics.port must be a TCP port number"),
+        (("metrics",), {"port": 70000}, "metrics.port must be a TCP port number"),
+        (("metrics",), {"host": "x"}, "metrics has unknown keys: host"),
     ],
 )
 def test_bad_configurations_name_the_key(path, value, message):

@@ -76,3 +76,36 @@ def test_copy_reader_on_an_empty_batch(conn, dsn) -> None:
     batch = source.next_batch()
     assert batch is not None
     assert list(source.events(batch)) == []
+
+
+def _ticks(conn: psycopg.Connection) -> int:
+    return conn.execute("select count(*) from cdc.tick").fetchone()[0]
+
+
+def test_tick_if_new_sees_an_event_committed_after_the_tick_that_numbered_it(
+    conn: psycopg.Connection, dsn: str, connect
+) -> None:
+    """An event numbered before a tick but committed after it belongs to the next batch; the
+    event counter says nothing is new, so the drain's own ticking must look at the
+    transactions that were running at the last tick."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "c").register()
+    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    writer = connect(autocommit=False)
+    Producer(writer, "q").insert("I", "late", "public.t")  # numbered, not committed
+    source.tick()  # the writer is in this tick's snapshot as running
+    writer.commit()
+    before = _ticks(conn)
+    source.tick(only_if_new=True)
+    assert _ticks(conn) == before + 1
+    batch = source.next_batch()
+    assert batch is not None
+    source.finish(batch)
+    batch = source.next_batch()
+    assert batch is not None
+    events = pa.Table.from_batches(list(source.events(batch)), schema=EVENT_SCHEMA)
+    assert events.column("ev_data").to_pylist() == ["late"]
+    source.finish(batch)
+    before = _ticks(conn)
+    source.tick(only_if_new=True)  # nothing new, nobody was running: no tick
+    assert _ticks(conn) == before
