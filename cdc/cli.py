@@ -214,6 +214,35 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 1 if state.queue.stalled else 0
 
 
+def cmd_sql(args: argparse.Namespace) -> int:
+    from cdc import config, query
+    from cdc import spark as spark_module
+
+    pipeline = config.load(args.config)
+    session = spark_module.session("cdc-sql")
+    print(query.run(pipeline, session, args.query, args.limit, args.format))
+    return 0
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from cdc import config, maintain
+    from cdc import spark as spark_module
+
+    pipeline = config.load(args.config)
+    session = spark_module.session("cdc-maintain")
+    done = maintain.maintain(
+        pipeline,
+        session,
+        args.targets,
+        optimize=not args.no_optimize,
+        vacuum=not args.no_vacuum,
+        retain_hours=args.retain_hours,
+    )
+    for m in done:
+        print(f"{m.target}: {m.files_before} file(s) -> {m.files_after}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from cdc import demo
 
@@ -335,6 +364,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
     sp.add_argument("--limit", type=int, default=20, help="differing keys shown per table (20)")
     sp.add_argument("--json", action="store_true", help="JSON output")
+
+    sp = add("sql", cmd_sql, "Spark SQL over the replicated tables (views named as targets)")
+    sp.add_argument("query", help="a Spark SQL query, e.g. 'select count(*) from orders'")
+    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    sp.add_argument("--limit", type=int, default=100, help="rows shown, 0 for all (100)")
+    sp.add_argument("--format", default="table", help="table, json (lines) or csv")
+
+    sp = add("maintain", cmd_maintain, "OPTIMIZE (ordered by key) and VACUUM the Delta tables")
+    sp.add_argument("targets", nargs="*", help="targets (default: all and the quarantine)")
+    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    sp.add_argument("--no-optimize", action="store_true", help="skip OPTIMIZE")
+    sp.add_argument("--no-vacuum", action="store_true", help="skip VACUUM")
+    sp.add_argument(
+        "--retain-hours", type=int, default=168, help="VACUUM keeps files this recent (168)"
+    )
 
     sp = add("demo", cmd_demo, "replicate a small shop from an embedded PostgreSQL into Delta")
     sp.add_argument("--dir", default="demo-output", help="where the Delta tables go")

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import psycopg
 import pyarrow as pa
@@ -244,9 +245,10 @@ class Drain:
             if facts.bad:
                 bad.append(decoded.bad)
             if table.mode == "history":
-                merge.apply_history(self.spark, target, decoded.rows, columns)
+                write = partial(merge.apply_history, self.spark, target, decoded.rows, columns)
             else:
-                merge.apply_mirror(
+                write = partial(
+                    merge.apply_mirror,
                     self.spark,
                     target,
                     decoded.rows,
@@ -255,6 +257,8 @@ class Drain:
                     facts.key_range,
                     stats.phases,
                 )
+            # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
+            merge.retry_conflicts(write, f"table {table.target}")
             stats.seconds[table.target] = time.monotonic() - started
             stage("table:" + table.target)
         started = time.monotonic()

@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.decode import present, quote
 from cdc.pgtypes import Column
+
+log = logging.getLogger("cdc.merge")
+T = TypeVar("T")
 
 TXN_APP = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -252,3 +257,34 @@ def write(frame: DataFrame, target: Target, mode: str) -> None:
         writer.save(target.location)
     else:
         writer.saveAsTable(target.location)
+
+
+def is_concurrent_conflict(exc: BaseException) -> bool:
+    """Whether a Spark error is one of Delta's concurrent-modification conflicts."""
+    text = f"{type(exc).__name__} {exc}"
+    return any(
+        marker in text
+        for marker in (
+            "ConcurrentAppendException",
+            "ConcurrentDeleteReadException",
+            "ConcurrentDeleteDeleteException",
+            "ConcurrentTransactionException",
+            "ConcurrentWriteException",
+            "MetadataChangedException",
+            "ProtocolChangedException",
+            "DELTA_CONCURRENT",
+        )
+    )
+
+
+def retry_conflicts(step: Callable[[], T], what: str, attempts: int = 5) -> T:
+    """Runs step, again after a concurrent-modification conflict (with a growing pause)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return step()
+        except Exception as exc:
+            if attempt == attempts or not is_concurrent_conflict(exc):
+                raise
+            log.info("%s: concurrent Delta commit, retrying (%d/%d)", what, attempt, attempts)
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
