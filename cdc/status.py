@@ -52,6 +52,7 @@ class ConsumerState:
     current_batch: int | None = None
     pending_events: int | None = None
     dead_letters: int | None = None  # None: not known (PgQ, or no privilege)
+    dead_by_table: dict[str, int] = field(default_factory=dict)  # ev_extra1 -> count
 
 
 @dataclass
@@ -65,6 +66,7 @@ class TableState:
     last_tick: int | None = None  # the drain's idempotent-write version in the Delta log
     rows: int | None = None
     quarantined: int = 0
+    dead_letters: int | None = None
 
 
 @dataclass
@@ -130,11 +132,14 @@ def _consumer_state(conn: psycopg.Connection, schema: str, queue: str, name: str
     if schema == "cdc":
         try:
             with conn.transaction():
-                state.dead_letters = conn.execute(
-                    "select count(*) from cdc.dead_letter d join cdc.queue q"
-                    " on q.queue_id = d.dl_queue where q.queue_name = %s and d.dl_consumer = %s",
+                rows = conn.execute(
+                    "select d.ev_extra1, count(*) from cdc.dead_letter d join cdc.queue q"
+                    " on q.queue_id = d.dl_queue where q.queue_name = %s and d.dl_consumer = %s"
+                    " group by d.ev_extra1",
                     (queue, name),
-                ).fetchone()[0]
+                ).fetchall()
+            state.dead_by_table = {table: n for table, n in rows if table is not None}
+            state.dead_letters = sum(n for _, n in rows)
         except psycopg.errors.InsufficientPrivilege:
             pass
     return state
@@ -179,6 +184,8 @@ def collect(pipeline: Pipeline) -> Status:
             state.last_tick = table.transaction_version(f"{src.queue}/{src.consumer}/{t.target}")
             state.rows = table.count()
         state.quarantined = quarantined.get(t.source, 0)
+        if consumer.dead_letters is not None:
+            state.dead_letters = consumer.dead_by_table.get(t.source, 0)
         status.tables.append(state)
     known = {t.source for t in pipeline.tables}
     status.quarantined_other = sum(n for k, n in quarantined.items() if k not in known)
@@ -210,7 +217,7 @@ def render(status: Status) -> str:
             f" pending event(s), last tick {_fmt(c.last_tick)}, batch {_fmt(c.current_batch)},"
             f" seen {_fmt(c.last_seen_s, ' s')} ago, dead letters {_fmt(c.dead_letters)}"
         )
-    header = ("source", "target", "mode", "last tick", "version", "rows", "quarantined")
+    header = ("source", "target", "mode", "last tick", "version", "rows", "quarantined", "dead")
     rows = [
         (
             t.source,
@@ -220,6 +227,7 @@ def render(status: Status) -> str:
             _fmt(t.delta_version),
             _fmt(t.rows) if t.exists else "(no table yet)",
             _fmt(t.quarantined),
+            _fmt(t.dead_letters),
         )
         for t in status.tables
     ]
@@ -276,12 +284,15 @@ def metrics(status: Status) -> Iterator[Metric]:
     bad = CounterMetricFamily(
         "cdc_table_quarantined_events", "Quarantined events of the table", labels=["target"]
     )
+    dead = GaugeMetricFamily("cdc_table_dead_letters", "Dead letters", labels=["target"])
     for t in status.tables:
         for family, value in ((version, t.delta_version), (applied, t.last_tick), (rows, t.rows)):
             if value is not None:
                 family.add_metric([t.target], float(value))
         bad.add_metric([t.target], float(t.quarantined))
-    yield from (version, applied, rows, bad)
+        if t.dead_letters is not None:
+            dead.add_metric([t.target], float(t.dead_letters))
+    yield from (version, applied, rows, bad, dead)
 
 
 def registry(pipeline: Pipeline) -> CollectorRegistry:

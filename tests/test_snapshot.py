@@ -127,7 +127,7 @@ def test_snapshot_over_jdbc_with_writers_then_drain_equals_source(spark, tmp_pat
         _assert_mirrored(dsn, tmp_path, spark)
 
 
-def test_interrupted_snapshot_is_restarted(dsn, spark, tmp_path):
+def test_interrupted_snapshot_is_restarted(dsn, spark, tmp_path, capsys):
     """Killed after reading (before its commit), a snapshot leaves no table behind and
     releases the drain lock; run again (COPY path: a unix socket), it loads the table, and
     the drain then gives the source's state."""
@@ -150,8 +150,11 @@ def test_interrupted_snapshot_is_restarted(dsn, spark, tmp_path):
         conn.execute("update s set t = 'between' where id % 100 = 0")
         conn.execute("delete from s where id % 100 = 1")
     with Writers(dsn, 2):
-        result = snapshot.Snapshot(pipe, spark, progress=False).run("public.s")
+        result = snapshot.Snapshot(pipe, spark, progress=True).run("public.s")
     assert result.rows > 0
+    progress = capsys.readouterr().err
+    assert "snapshot public.s [" in progress and "rows/s" in progress
+    assert "[" + "#" * 30 + "]" in progress  # the last line: all of it
     _drain_all(dsn, tmp_path, spark)
     _assert_mirrored(dsn, tmp_path, spark)
 

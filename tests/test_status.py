@@ -80,6 +80,7 @@ def test_status_shows_queue_consumer_and_tables(pipeline, capsys):
     assert a.last_tick == state.consumer.last_tick
     assert a.delta_version is not None and a.delta_version >= 1
     assert a.quarantined == 0 and state.quarantined_other == 1
+    assert a.dead_letters == 0
     assert not state.queue.stalled
     assert cli.main(["status", "--config", str(pipeline.path), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -136,3 +137,28 @@ def test_a_follow_drain_serves_metrics(pipeline, spark):
         drain.stopping.set()
         follower.join(120)
         drain.close()
+
+
+def test_dead_letters_are_counted_per_table(pipeline):
+    from cdc.source import QueueSource
+
+    with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
+        conn.execute("insert into a values (200, 'doomed')")
+        source = QueueSource(conn, pipeline.source)
+        source.tick()
+        batch = source.next_batch()
+        assert batch is not None
+        [(ev_id,)] = conn.execute(
+            "select ev_id from cdc.get_batch_events(%s)", (batch.batch_id,)
+        ).fetchall()
+        conn.execute("select cdc.event_dead(%s, %s, 'test')", (batch.batch_id, ev_id))
+        source.finish(batch)
+    state = status.collect(pipeline)
+    assert state.consumer.dead_letters == 1
+    assert state.tables[0].dead_letters == 1
+    assert 'cdc_table_dead_letters{target="a"} 1.0' in "".join(
+        f'{s.name}{{target="{s.labels["target"]}"}} {s.value}\n'
+        for m in status.metrics(state)
+        for s in m.samples
+        if s.name == "cdc_table_dead_letters"
+    )
