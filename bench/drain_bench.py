@@ -12,10 +12,12 @@ folder. Three measures:
 
 1. **Throughput.** A backlog of ``--events`` events over three tables, json format: 25%
    inserts, 60% updates, 15% deletes (rows inserted, updated twice and partly a third time,
-   then partly deleted), captured before the consumer drains anything. One drain run takes
-   it as batches of up to ``--max-events``; shown: events/s from the first read to the last
-   finish_batch (Spark already started), and seconds per phase: read (COPY into Arrow and
-   into Spark), decode+fold (one Spark job), MERGE, finish_batch.
+   then partly deleted), captured before the consumers drain anything. Two consumers drain
+   it, each as batches of up to ``--max-events``: the first in the fresh Spark session
+   (cold), the second after it (warm); shown: events/s from the first read to the last
+   finish_batch, and seconds per phase: read (COPY into Arrow, split by table), decode (into
+   the per-table cache), fold+merge (the fold runs inside the MERGE), quarantine,
+   finish_batch.
 2. **Freshness.** A ``--follow`` drain (in this process, its own thread) while a writer
    commits ``--rate`` events/s (one transaction every 0.1 s) for ``--freshness-seconds``. A
    poller reads the Delta table with delta-rs every 0.1 s; the latency of a row is the time
@@ -104,7 +106,7 @@ def _setup(dsn: str, tables: list[str], consumers: tuple[str, ...] = ("delta",))
             capture.attach(conn, f"public.{t}", CaptureOptions(queue="bench", mode="statement"))
 
 
-PHASES = ("read", "decode", "fold", "merge", "quarantine", "finish")
+PHASES = ("read", "decode", "fold+merge", "quarantine", "finish")
 
 
 def _recorder(batches: list[dict[str, float]]) -> Any:
@@ -137,14 +139,11 @@ def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: 
     out: dict[str, Any] = {"events": total}
     for consumer in ("cold", "warm"):
         pipeline = _pipeline(dsn, root / "throughput" / consumer, tables, max_events, consumer)
-        drain = Drain(pipeline, spark)
         batches: list[dict] = []
-        try:
+        with Drain(pipeline, spark) as drain:
             started = time.monotonic()
             drain.run(on_batch=_recorder(batches))
             elapsed = time.monotonic() - started
-        finally:
-            drain.close()
         applied = sum(b["events"] for b in batches)
         if applied != total:
             raise BenchError(f"{consumer}: drained {applied} events of {total}")
@@ -265,15 +264,12 @@ def scale(admin_dsn: str, spark: Any, root: Path, sizes: list[int], batch: int) 
         with psycopg.connect(dsn, autocommit=True) as conn:
             # the source holds the recent rows; inserting them is a first, unmeasured batch
             conn.execute(f"insert into {name} select {ROW} from generate_series({low}, {size}) g")
-        drain = Drain(_pipeline(dsn, root / "scale", [name], 10_000_000), spark)
-        try:
+        with Drain(_pipeline(dsn, root / "scale", [name], 10_000_000), spark) as drain:
             drain.run()
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute(f"update {name} set b = b + 1, a = a || 'u'")
             stats: list[Any] = []
             drain.run(on_batch=stats.append)
-        finally:
-            drain.close()
         out[str(size)] = sum(s.seconds.get(name, 0.0) for s in stats)
     keys = list(out)
     out["ratio"] = out[keys[-1]] / out[keys[0]]

@@ -13,12 +13,18 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from cdc import __version__, capture, errors, install
 from cdc.queue import Queue
 from cdc.ticker import Ticker, TickerSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from cdc.config import Pipeline
 
 log = logging.getLogger("cdc")
 
@@ -151,18 +157,34 @@ def cmd_ticker(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_drain(args: argparse.Namespace) -> int:
-    from cdc import drain
-
-    return drain.run(args)
-
-
-def cmd_snapshot(args: argparse.Namespace) -> int:
-    from cdc import config, snapshot
+def _pipeline_and_spark(args: argparse.Namespace, app: str) -> tuple[Pipeline, SparkSession]:
+    """The --config pipeline and the Spark session of a Spark command (loaded in that order:
+    a bad configuration fails before Spark starts)."""
+    from cdc import config
     from cdc import spark as spark_module
 
     pipeline = config.load(args.config)
-    session = spark_module.session("cdc-snapshot")
+    return pipeline, spark_module.session(app)
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    from cdc import drain
+
+    pipeline, session = _pipeline_and_spark(args, "cdc-drain")
+    on_batch = None
+    if args.mode == "follow" and pipeline.metrics_port:
+        on_batch = drain.serve_metrics(pipeline)
+    with drain.Drain(pipeline, session, tick=not args.no_tick) as runner:
+        runner.stop_on_signals()
+        batches = runner.run(args.mode, on_batch=on_batch)
+    log.info("%d batch(es) applied", batches)
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from cdc import snapshot
+
+    pipeline, session = _pipeline_and_spark(args, "cdc-snapshot")
     loader = snapshot.Snapshot(pipeline, session, progress=not args.no_progress)
     for table in args.tables:
         result = loader.run(table, args.partitions)
@@ -175,11 +197,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from cdc import config, verify
-    from cdc import spark as spark_module
+    from cdc import verify
 
-    pipeline = config.load(args.config)
-    session = spark_module.session("cdc-verify")
+    pipeline, session = _pipeline_and_spark(args, "cdc-verify")
     verdicts = verify.Verifier(pipeline, session, args.limit).run(args.tables)
     if args.json:
         print(json.dumps([v.as_dict() for v in verdicts], indent=2, default=str))
@@ -215,21 +235,17 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from cdc import config, query
-    from cdc import spark as spark_module
+    from cdc import query
 
-    pipeline = config.load(args.config)
-    session = spark_module.session("cdc-sql")
+    pipeline, session = _pipeline_and_spark(args, "cdc-sql")
     print(query.run(pipeline, session, args.query, args.limit, args.format))
     return 0
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    from cdc import config, maintain
-    from cdc import spark as spark_module
+    from cdc import maintain
 
-    pipeline = config.load(args.config)
-    session = spark_module.session("cdc-maintain")
+    pipeline, session = _pipeline_and_spark(args, "cdc-maintain")
     done = maintain.maintain(
         pipeline,
         session,

@@ -74,6 +74,26 @@ class Pipeline:
     path: Path | None = field(default=None, compare=False)
     metrics_port: int | None = None  # Prometheus metrics of a --follow drain
 
+    def mirrors(self, sources: list[str]) -> list[TableMap]:
+        """The mirror targets of these source tables (of every table when none is given);
+        a source not in the configuration, or one that feeds only history targets, is an
+        error."""
+        if not sources:
+            return [t for t in self.tables if t.mode == "mirror"]
+        known = {t.source for t in self.tables}
+        unknown = [s for s in sources if s not in known]
+        if unknown:
+            raise ConfigError(
+                f"not in the configuration's [[tables]]: {', '.join(unknown)}"
+                f" (listed: {', '.join(sorted(known))})"
+            )
+        chosen = [t for t in self.tables if t.source in sources and t.mode == "mirror"]
+        if not chosen:
+            raise ConfigError(
+                f"{', '.join(sources)} feed only history targets, which hold events, not rows"
+            )
+        return chosen
+
     def location(self, target: str) -> str:
         """Where a target table lives: a path below target.path, unless it is a catalog name
         (``db.table``)."""

@@ -29,7 +29,6 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from cdc import decode, merge, pgtypes
 from cdc import source as source_module
 from cdc.config import Pipeline, TableMap
-from cdc.errors import ConfigError
 from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
 
 log = logging.getLogger("cdc.drain")
@@ -63,7 +62,7 @@ class BatchStats:
     quarantined: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
-    phases: dict[str, float] = field(default_factory=dict)  # decode, fold, merge (all tables)
+    phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
 
 
 @dataclass
@@ -96,22 +95,20 @@ class Drain:
         self.source = QueueSource(self.conn, pipeline.source)
         self.stopping = threading.Event()
         self.source.register()
-        self._columns: dict[str, list[pgtypes.Column]] = {}
 
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> Drain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ------------------------------------------------------------------ per batch
 
     def columns(self, table: TableMap) -> list[pgtypes.Column]:
-        cols = pgtypes.columns(self.conn, table.schema, table.name)
-        if not cols:
-            raise ConfigError(f"source table {table.source} does not exist in the source database")
-        if not any(c.is_key for c in cols):
-            raise ConfigError(
-                f"source table {table.source} has no primary key: the drain folds events by key"
-            )
-        return cols
+        return pgtypes.keyed_columns(self.conn, table.schema, table.name)
 
     def _target(self, target: str, batch: BatchRef) -> merge.Target:
         src = self.pipeline.source
@@ -142,8 +139,10 @@ class Drain:
                 "tick_id", F.lit(batch.tick_id).cast("long")
             )
 
-        unknown = pc.invert(pc.fill_null(pc.is_in(names, pa.array(sorted(known))), False))
-        strays = table.filter(unknown) if set(counts) - known else None
+        strays = None
+        if set(counts) - known:
+            in_config = pc.fill_null(pc.is_in(names, pa.array(sorted(known))), False)
+            strays = frame(table.filter(pc.invert(in_config)))
         formats = {}
         tables = {}
         for name in counts:
@@ -151,7 +150,7 @@ class Drain:
                 rows = table.filter(pc.equal(names, name))
                 formats[name] = decode.formats_of(rows.column("ev_type"))
                 tables[name] = frame(rows)
-        return BatchEvents(counts, tables, frame(strays) if strays else None, formats)
+        return BatchEvents(counts, tables, strays, formats)
 
     def _read_jdbc(
         self, batch: BatchRef, known: set[str], url: str, props: dict[str, str]
@@ -392,23 +391,3 @@ def serve_metrics(pipeline: Pipeline) -> Callable[[BatchStats], None]:
         seconds.set(sum(stats.seconds.values()))
 
     return on_batch
-
-
-def run(args: argparse.Namespace) -> int:
-    """`cdc drain` and jobs/drain.py: one pipeline run in the given mode."""
-    from cdc import config as config_module
-    from cdc import spark as spark_module
-
-    pipeline = config_module.load(args.config)
-    session = spark_module.session("cdc-drain")
-    drain = Drain(pipeline, session, tick=not args.no_tick)
-    on_batch = None
-    if args.mode == "follow" and pipeline.metrics_port:
-        on_batch = serve_metrics(pipeline)
-    try:
-        drain.stop_on_signals()
-        batches = drain.run(args.mode, on_batch=on_batch)
-    finally:
-        drain.close()
-    log.info("%d batch(es) applied", batches)
-    return 0

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from cdc import merge, pgtypes
 from cdc.config import Pipeline
 from cdc.decode import quote
+from cdc.errors import ConfigError
 
 log = logging.getLogger("cdc.maintain")
 
@@ -55,8 +56,6 @@ def maintain(
     chosen = targets or [*maps, pipeline.quarantine]
     unknown = [t for t in chosen if t not in maps and t != pipeline.quarantine]
     if unknown:
-        from cdc.errors import ConfigError
-
         raise ConfigError(f"not a target of the configuration: {', '.join(unknown)}")
     done = []
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:

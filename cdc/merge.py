@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.decode import present, quote
@@ -197,23 +197,24 @@ def apply_mirror(
     """Folds the table's events and MERGEs them into the target, or, when the batch holds a
     TRUNCATE of the table, overwrites the target with what follows it. key_range: the lowest
     and highest value of the first key column in the batch, for file pruning. timings, when
-    given, accumulates seconds under "fold" and "merge"."""
+    given, accumulates seconds under "fold+merge".
+
+    The fold is not cached here: Delta materializes a MERGE source that is not a Delta scan
+    (``merge.materializeSource=auto``), so the fold runs once inside the MERGE. Caching it
+    first, to time it apart, cost a second copy (1M-event backlog, warm: 27.7-30.3 s against
+    22.8-23.2 s)."""
     timings = timings if timings is not None else {}
     keys = [c.name for c in columns if c.is_key]
     schema = ensure_target(spark, target, columns, "mirror")
     started = time.monotonic()
-    folded = fold(after_last_truncate(rows, truncate_ev_id), columns).cache()
-    try:
-        folded.count()
-        started = add_time(timings, "fold", started)
-        with idempotent(spark, target):
-            if truncate_ev_id is not None:
-                kept = folded.where(F.col("__op") != "D").select(
-                    *[F.col(quote(n)).cast(t).alias(n) for n, t in schema]
-                )
-                write(kept, target, "overwrite")
-                add_time(timings, "merge", started)
-                return
+    folded = fold(after_last_truncate(rows, truncate_ev_id), columns)
+    with idempotent(spark, target):
+        if truncate_ev_id is not None:
+            kept = folded.where(F.col("__op") != "D").select(
+                *[F.col(quote(n)).cast(t).alias(n) for n, t in schema]
+            )
+            write(kept, target, "overwrite")
+        else:
             folded.createOrReplaceTempView("cdc_batch_source")
             on = " and ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
             on += _pruning(columns, key_range)
@@ -231,9 +232,7 @@ def apply_mirror(
                 + (f" when matched then update set {sets}" if sets else "")
                 + f" when not matched and s.__op <> 'D' then insert ({names}) values ({values})"
             )
-            add_time(timings, "merge", started)
-    finally:
-        folded.unpersist()
+    add_time(timings, "fold+merge", started)
 
 
 def apply_history(
@@ -253,6 +252,11 @@ def write(frame: DataFrame, target: Target, mode: str) -> None:
         .option("txnAppId", target.app_id)
         .option("txnVersion", target.version)
     )
+    save(writer, target)
+
+
+def save(writer: DataFrameWriter, target: Target) -> None:
+    """Runs a Delta writer into the target: its path, or its catalog name."""
     if target.is_path:
         writer.save(target.location)
     else:

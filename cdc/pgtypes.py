@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import psycopg
 
+from cdc.errors import ConfigError
+
 COLUMNS_SQL = """
 select a.attname, a.attnum,
        coalesce(nullif(bt.typbasetype, 0), a.atttypid)::regtype::text as base,
@@ -73,6 +75,18 @@ def spark_type(pg_type: str, typmod: int) -> str:
         # round some values, so the exact text is kept
         return "string"
     return _SCALAR.get(pg_type, "string")
+
+
+def keyed_columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:
+    """columns(), for a table the drain can fold: it must exist and have a primary key."""
+    cols = columns(conn, schema, table)
+    if not cols:
+        raise ConfigError(f"source table {schema}.{table} does not exist in the source database")
+    if not any(c.is_key for c in cols):
+        raise ConfigError(
+            f"source table {schema}.{table} has no primary key: the drain folds events by key"
+        )
+    return cols
 
 
 def columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:

@@ -61,19 +61,6 @@ class SnapshotResult:
     targets: tuple[str, ...]
 
 
-def _targets(pipeline: Pipeline, table: str) -> list[TableMap]:
-    maps = [t for t in pipeline.tables if t.source == table]
-    if not maps:
-        listed = ", ".join(sorted({t.source for t in pipeline.tables}))
-        raise ConfigError(f"{table} is not in the configuration's [[tables]] (listed: {listed})")
-    mirrors = [t for t in maps if t.mode == "mirror"]
-    if not mirrors:
-        raise ConfigError(
-            f"{table} feeds only history targets, which hold events, not rows: nothing to load"
-        )
-    return mirrors
-
-
 def _check_captured(conn: psycopg.Connection, table: TableMap, src: Source) -> None:
     if src.queue_schema != "cdc":
         return  # PgQ's triggers are not in our catalog: the user attached them
@@ -160,7 +147,7 @@ class Snapshot:
 
     def run(self, table: str, partitions: int = 8) -> SnapshotResult:
         src = self.pipeline.source
-        targets = _targets(self.pipeline, table)
+        targets = self.pipeline.mirrors([table])
         started = time.monotonic()
         with psycopg.connect(src.dsn, autocommit=True) as control:
             _check_captured(control, targets[0], src)
@@ -184,9 +171,7 @@ class Snapshot:
             reader.read_only = True
             snapshot_id = reader.execute("select pg_export_snapshot()").fetchone()[0]
             reader.execute(TEXT_SETTINGS)
-            columns = pgtypes.columns(reader, table.schema, table.name)
-            if not any(c.is_key for c in columns):
-                raise ConfigError(f"source table {table.source} has no primary key")
+            columns = pgtypes.keyed_columns(reader, table.schema, table.name)
             query = sql.SQL("select count(*) from {}.{}").format(
                 sql.Identifier(table.schema), sql.Identifier(table.name)
             )
@@ -200,7 +185,7 @@ class Snapshot:
             typed = self._typed(raw, columns).persist()
             try:
                 with Progress(self.spark, f"snapshot {table.source}", total, self.progress):
-                    typed.count()
+                    read, bad = typed.agg(F.count("*"), F.count("__reason")).collect()[0]
                 if os.environ.get(KILL_AT_ENV) == "read":  # fault injection for the tests
                     os.kill(os.getpid(), signal.SIGKILL)
                 good = typed.where(F.col("__reason").isNull()).drop("__reason", "__raw")
@@ -208,14 +193,13 @@ class Snapshot:
                     location = self.pipeline.location(target_map.target)
                     target = merge.Target(location, "snapshot", 0)
                     merge.ensure_target(self.spark, target, columns, "mirror")
-                    writer = good.write.format("delta").mode("overwrite")
-                    writer.save(location) if target.is_path else writer.saveAsTable(location)
-                written = good.count()
-                bad = self._quarantine(typed, table)
+                    merge.save(good.write.format("delta").mode("overwrite"), target)
+                if bad:
+                    self._quarantine(typed, table, bad)
             finally:
                 typed.unpersist()
             reader.rollback()
-        return written, bad
+        return read - bad, bad
 
     def _read_copy(
         self, reader: psycopg.Connection, columns: list[pgtypes.Column], table: TableMap
@@ -304,15 +288,12 @@ class Snapshot:
             F.when(any_failed, raw_json).alias("__raw"),
         )
 
-    def _quarantine(self, typed: DataFrame, table: TableMap) -> int:
+    def _quarantine(self, typed: DataFrame, table: TableMap, count: int) -> None:
         """Rows with a value that does not cast go to the quarantine table, as ev_type
         'snapshot' with the row's text values as JSON in ev_data."""
         from cdc.drain import QUARANTINE_SCHEMA
 
         bad = typed.where(F.col("__reason").isNotNull())
-        count = bad.count()
-        if not count:
-            return 0
         values = {
             "ev_type": F.lit("snapshot"),
             "ev_data": F.col("__raw"),
@@ -324,9 +305,7 @@ class Snapshot:
         )
         target = merge.Target(self.pipeline.location(self.pipeline.quarantine), "snapshot", 0)
         merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
-        writer = frame.write.format("delta").mode("append")
-        writer.save(target.location) if target.is_path else writer.saveAsTable(target.location)
+        merge.save(frame.write.format("delta").mode("append"), target)
         log.warning(
             "%d row(s) of %s do not cast to their column types: quarantined", count, table.source
         )
-        return count

@@ -121,10 +121,11 @@ class QueueSource:
     def register(self) -> None:
         self._call("register_consumer", self.cfg.queue, self.cfg.consumer)
 
-    def tick(self, only_if_new: bool = False) -> None:
+    def tick(self, only_if_new: bool = False) -> int | None:
         """Makes a tick now (for runs without a ticker daemon): events committed before this
         call are in the next batches. only_if_new: only when events may have arrived since
-        the last tick (a follow-mode drain asks often)."""
+        the last tick (a follow-mode drain asks often). Returns the new tick's id (None when
+        none was made)."""
         if only_if_new:
             # new events by the sequence, or a transaction that was running at the last tick
             # and has ended since: its events (numbered before that tick) come after it
@@ -138,9 +139,10 @@ class QueueSource:
             ).format(s=self.schema)
             row = self.conn.execute(query, (self.cfg.queue,)).fetchone()
             if row is None or not row[0]:
-                return
+                return None
         self._call("force_tick", self.cfg.queue)
-        self._call("ticker", self.cfg.queue)
+        tick_id = self._call("ticker", self.cfg.queue)
+        return None if tick_id is None else int(tick_id)
 
     def _min_count(self) -> int | None:
         """How many events to ask next_batch_custom for, so that the batch joins as many ticks

@@ -28,7 +28,7 @@ from cdc import compare, pgtypes
 from cdc import source as source_module
 from cdc.config import Pipeline, TableMap
 from cdc.drain import Drain
-from cdc.errors import CdcError, ConfigError
+from cdc.errors import CdcError
 
 LOCK_TIMEOUT = "5s"  # waiting longer for the SHARE locks gives up: run verify again
 
@@ -84,33 +84,14 @@ class Verifier:
         self.spark = spark
         self.limit = limit
 
-    def _maps(self, tables: list[str]) -> list[TableMap]:
-        mirrors = [t for t in self.pipeline.tables if t.mode == "mirror"]
-        if not tables:
-            return mirrors
-        known = {t.source for t in self.pipeline.tables}
-        unknown = [t for t in tables if t not in known]
-        if unknown:
-            raise ConfigError(f"not in the configuration's [[tables]]: {', '.join(unknown)}")
-        chosen = [m for m in mirrors if m.source in tables]
-        if not chosen:
-            raise ConfigError("only history targets chosen: they hold events, not rows")
-        return chosen
-
     def run(self, tables: list[str] | None = None) -> list[Verdict]:
-        maps = self._maps(tables or [])
-        catch_up = Drain(self.pipeline, self.spark)  # registers the consumer, ticks
-        try:
+        maps = self.pipeline.mirrors(tables or [])
+        with Drain(self.pipeline, self.spark) as catch_up:  # registers the consumer, ticks
             catch_up.run()
-        finally:
-            catch_up.close()
         tick_id, snapshot = self._consistent_point(maps)
         try:
-            to_tick = Drain(self.pipeline, self.spark, tick=False)
-            try:
+            with Drain(self.pipeline, self.spark, tick=False) as to_tick:
                 to_tick.run(stop_at_tick=tick_id)
-            finally:
-                to_tick.close()
             versions = self._versions_at(tick_id, maps)
             return [self._compare(snapshot, m, tick_id, versions[m.target]) for m in maps]
         finally:
@@ -139,15 +120,13 @@ class Verifier:
                     f"the source tables stayed locked by writers for {LOCK_TIMEOUT}:"
                     " run verify again (a long transaction writing to them holds it up)"
                 ) from None
-            queue = source_module.QueueSource(locker, src)
-            queue._call("force_tick", src.queue)
-            tick_id = queue._call("ticker", src.queue)
+            tick_id = source_module.QueueSource(locker, src).tick()
             if tick_id is None:
                 snapshot.close()
                 raise CdcError(f"queue {src.queue} did not tick: is its ticker paused?")
             snapshot.execute("select 1")  # takes the snapshot, the locks held
             locker.commit()
-        return int(tick_id), snapshot
+        return tick_id, snapshot
 
     def _versions_at(self, tick_id: int, maps: list[TableMap]) -> dict[str, int]:
         """The Delta versions of the targets with the consumer at tick T (checked under the

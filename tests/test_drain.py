@@ -82,8 +82,7 @@ def test_every_format_and_type_round_trips(shop, dsn, spark, tmp_path):
     tables equal the source tables."""
     conn = shop
     conn.execute("set timezone = 'Asia/Kathmandu'")
-    drain = Drain(drainkit.pipeline(dsn, str(tmp_path), tables_conf()), spark)
-    try:
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), tables_conf()), spark) as drain:
         for statements in ROUNDS:
             for fmt in FORMATS:
                 for stmt in statements:
@@ -91,8 +90,6 @@ def test_every_format_and_type_round_trips(shop, dsn, spark, tmp_path):
             assert drain.run() >= 1
             for fmt in FORMATS:
                 assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
-    finally:
-        drain.close()
 
 
 def make_small(conn: psycopg.Connection, b_format: str) -> psycopg.Connection:
@@ -143,12 +140,9 @@ def test_bad_events_go_to_quarantine_and_the_batch_finishes(small, dsn, spark, t
         'select cdc.insert_event(\'q\', \'{"op":"DELETE","table":["public","a"],'
         '"pkey":["id"]}\', \'{"v":"no key"}\', \'public.a\', null, null, null)'
     )
-    drain = Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark)
-    try:
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark) as drain:
         assert drain.run() >= 1
         assert drain.source.next_batch() is None or drain.run() >= 0
-    finally:
-        drain.close()
     q = spark.read.format("delta").load(str(tmp_path / "_quarantine"))
     reasons = sorted((r.ev_extra1, r.reason) for r in q.collect())
     assert reasons == [
@@ -177,15 +171,12 @@ def test_sql_updates_merge_column_wise_onto_delta(small, dsn, spark, tmp_path):
     conn.execute("alter table b add column y text")
     capture.attach(conn, "public.b", CaptureOptions(queue="q", format="sql"))
     conn.execute("insert into b values ('k1', 1, 'one'), ('k2', 2, 'two')")
-    drain = Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark)
-    try:
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark) as drain:
         drain.run()
         conn.execute("update b set x = 10 where k = 'k1'")
         conn.execute("update b set y = 'TWO' where k = 'k2'")
         conn.execute("update b set x = null where k = 'k2'")
         drain.run()
-    finally:
-        drain.close()
     rows = spark.read.format("delta").load(str(tmp_path / "b")).orderBy("k").collect()
     assert [tuple(r) for r in rows] == [("k1", 10, "one"), ("k2", None, "TWO")]
 
@@ -194,14 +185,11 @@ def test_new_source_columns_become_delta_columns(small, dsn, spark, tmp_path):
     """A column added to the source (the trigger is regenerated) appears in Delta."""
     conn = small
     conn.execute("insert into a values (1, 'x', 1, null)")
-    drain = Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark)
-    try:
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark) as drain:
         drain.run()
         conn.execute("alter table a add column extra timestamptz")
         conn.execute("insert into a values (2, 'y', 2, null, '2024-01-01 00:00+00')")
         drain.run()
-    finally:
-        drain.close()
     frame = spark.read.format("delta").load(str(tmp_path / "a"))
     assert frame.columns == ["id", "v", "n", "d", "extra"]
     cols = pgtypes.columns(conn, "public", "a")
@@ -226,8 +214,7 @@ def test_history_has_one_row_per_event_even_when_a_batch_is_redone(small, dsn, s
         if stage == "merged":
             raise Died
 
-    drain = Drain(pipe, spark)
-    try:
+    with Drain(pipe, spark) as drain:
         drain.source.tick()
         batch = drain.source.next_batch()
         with pytest.raises(Died):
@@ -235,8 +222,6 @@ def test_history_has_one_row_per_event_even_when_a_batch_is_redone(small, dsn, s
         again = drain.source.next_batch()
         assert again is not None and again.tick_id == batch.tick_id
         drain.apply(again)
-    finally:
-        drain.close()
     hist = spark.read.format("delta").load(str(tmp_path / "a_history"))
     ops = [(r.op, r.id, r.v) for r in hist.orderBy("ev_id").collect()]
     assert ops == [("I", 1, "x"), ("I", 2, "y"), ("U", 1, "z"), ("D", 2, "y")]
@@ -253,14 +238,11 @@ def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):
 
     conn = small
     conn.execute("insert into a select g, 'v' || g, g, null from generate_series(1, 50) g")
-    drain = Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark)
-    try:
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark) as drain:
         drain.run()
         conn.execute("delete from a where id % 7 = 0")
         conn.execute("update a set v = 'changed' where id % 5 = 0")
         drain.run()
-    finally:
-        drain.close()
     # delta-rs's query engine (its pyarrow reader does not apply deletion vectors yet)
     result = QueryBuilder().register("a", DeltaTable(str(tmp_path / "a")))
     table = pa.table(result.execute("select id, v from a order by id").read_all())
@@ -296,11 +278,8 @@ def test_consumes_a_real_pgq_queue(pgq_admin_dsn, spark, tmp_path):
                 conn.execute(f"update {t} set t = 'changed', num = 1 where id = 1")
                 conn.execute(f"delete from {t} where id = 4")
             pipe = drainkit.pipeline(dsn, str(tmp_path), tables_conf(), queue_schema="pgq")
-            drain = Drain(pipe, spark)
-            try:
+            with Drain(pipe, spark) as drain:
                 assert drain.run() >= 1
-            finally:
-                drain.close()
             for fmt in FORMATS:
                 assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
     finally:

@@ -109,11 +109,8 @@ def test_concurrent_conflicts_are_recognised_and_retried():
 def test_sql_over_the_replicated_tables(pipeline, spark, capsys):
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
         conn.execute("insert into a select g, 'v' || g from generate_series(1, 10) g")
-    drain = Drain(pipeline, spark)
-    try:
+    with Drain(pipeline, spark) as drain:
         drain.run()
-    finally:
-        drain.close()
     config_file = str(pipeline.path)
     assert cli.main(["sql", "select count(*) as n, max(id) as top from a", "--config",
                      config_file, "--format", "json"]) == 0  # fmt: skip

@@ -87,11 +87,8 @@ class Writers:
 
 
 def _drain_all(dsn: str, root: Path, spark) -> None:
-    drain = Drain(drainkit.pipeline(dsn, str(root), CONF), spark)
-    try:
+    with Drain(drainkit.pipeline(dsn, str(root), CONF), spark) as drain:
         drain.run()
-    finally:
-        drain.close()
 
 
 def _assert_mirrored(dsn: str, root: Path, spark) -> None:

@@ -63,11 +63,8 @@ def pipeline(dsn, spark, tmp_path):
     )
     (tmp_path / "pipeline.toml").write_text(text)
     pipe = config.load(tmp_path / "pipeline.toml")
-    drain = Drain(pipe, spark)
-    try:
+    with Drain(pipe, spark) as drain:
         drain.run()
-    finally:
-        drain.close()
     return pipe
 
 

@@ -32,11 +32,8 @@ def replicated(dsn, spark, tmp_path):
         conn.execute("update s set t = 'updated' where id % 10 = 0")
         conn.execute("delete from s where id % 10 = 1")
     pipe = drainkit.pipeline(dsn, str(tmp_path), CONF)
-    drain = Drain(pipe, spark)
-    try:
+    with Drain(pipe, spark) as drain:
         drain.run()
-    finally:
-        drain.close()
     config_file = tmp_path / "pipeline.toml"
     config_file.write_text(
         f"[source]\ndsn = '{dsn}'\nqueue = 'q'\nconsumer = 'delta'\n"
