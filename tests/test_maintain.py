@@ -76,7 +76,9 @@ def test_maintain_beside_a_running_drain(pipeline, spark):
         time.sleep(2)
         drain.stopping.set()
         follower.join(300)
-    drain.run()  # what the follower left
+    assert not follower.is_alive()
+    drain.stopping.clear()  # the stop was for the follower: catch up on what it left
+    drain.run()
     drain.close()
     [m] = maintain.maintain(pipeline, spark, ["a"], vacuum=False)
     assert m.files_after == 1 <= m.files_before
