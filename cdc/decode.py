@@ -28,8 +28,10 @@ from cdc import pgarray, sqlformat
 from cdc.pgtypes import Column
 
 META = ["ev_id", "ev_time", "ev_txid", "tick_id", "op"]
+# Decoded frames name every column internally (meta(name), value(i), present(i)): a source
+# column may be called op, ev_id or reason without meeting the drain's own columns
 # the raw event, kept for the quarantine
-RAW = [
+RAW_EVENT = [
     "ev_id",
     "ev_time",
     "ev_txid",
@@ -59,7 +61,7 @@ class Facts:
 
 @dataclass(frozen=True)
 class Decoded:
-    rows: DataFrame  # META, the typed columns by name, present(i) per column
+    rows: DataFrame  # meta(n) per META name, value(i) and present(i) per column
     bad: DataFrame  # the raw events, tick_id and reason
     cached: DataFrame
 
@@ -68,12 +70,13 @@ class Decoded:
 
     def facts(self, columns: list[Column]) -> Facts:
         """One pass over the decoded events (the first: it fills the cache)."""
-        first = F.col(quote(next(c.name for c in columns if c.is_key)))
-        good = F.col("reason").isNull() & (F.col("op") != "R")
+        first = F.col(value(next(i for i, c in enumerate(columns) if c.is_key)))
+        op = F.col(meta("op"))
+        good = F.col(REASON).isNull() & (op != "R")
         row = self.cached.agg(
             F.count("*"),
-            F.count("reason"),
-            F.max(F.when(F.col("op") == "R", F.col("ev_id"))),
+            F.count(REASON),
+            F.max(F.when(op == "R", F.col(meta("ev_id")))),
             F.min(F.when(good, first)),
             F.max(F.when(good, first)),
         ).collect()[0]
@@ -191,9 +194,23 @@ def cast_text(raw: SparkColumn, spark_type: str) -> SparkColumn:
     return raw.try_cast(spark_type)
 
 
+def meta(name: str) -> str:
+    """The internal name of a META column in decoded frames."""
+    return "__" + name
+
+
+def value(index: int) -> str:
+    """The internal name of columns[index]'s typed value in decoded frames."""
+    return f"__v{index}"
+
+
 def present(index: int) -> str:
     """The name of the boolean column saying whether an event carries columns[index]."""
     return f"__p{index}"
+
+
+REASON = "__reason"  # why an event is bad (null for a good one)
+RAW = "__raw"
 
 
 def any_of(conditions: list[SparkColumn]) -> SparkColumn:
@@ -206,12 +223,12 @@ def decode_table(
     """The typed rows of one table's raw events, and its bad events, from one cached frame.
 
     Each value is decoded and cast once, into a lean cached frame: META, per column its
-    typed value (named as the column) and whether the event carries it (``present(i)``),
-    the reason of a bad event, and the raw event only for bad ones. Call Decoded.release()
-    when done. formats: as for with_op_and_map."""
+    typed value (``value(i)``) and whether the event carries it (``present(i)``), the reason
+    of a bad event, and the raw event only for bad ones. Call Decoded.release() when done.
+    formats: as for with_op_and_map."""
     keys = [c.name for c in columns if c.is_key]
     kv = F.col("kv")
-    slots = [(c, f"__v{i}") for i, c in enumerate(columns)]
+    slots = [(c, value(i)) for i, c in enumerate(columns)]
     staged = with_op_and_map(events, formats).select(
         "*", *[cast_text(kv.getItem(c.name), c.spark_type).alias(s) for c, s in slots]
     )
@@ -245,22 +262,24 @@ def decode_table(
             ),
         )
     )
-    raw = F.struct(*[F.col(n) for n in RAW])
+    raw = F.struct(*[F.col(n) for n in RAW_EVENT])
     lean = (
-        staged.withColumn("reason", reason)
+        staged.withColumn(REASON, reason)
         .withColumn("__keys", F.map_keys(kv))
         .select(
-            *META,
-            *[F.col(s).alias(c.name) for c, s in slots],
+            *[F.col(n).alias(meta(n)) for n in META],
+            *[s for _, s in slots],
             *[
                 F.coalesce(F.array_contains("__keys", c.name), F.lit(False)).alias(present(i))
                 for i, c in enumerate(columns)
             ],
-            "reason",
-            F.when(F.col("reason").isNotNull(), raw).alias("__raw"),
+            REASON,
+            F.when(F.col(REASON).isNotNull(), raw).alias(RAW),
         )
         .cache()
     )
-    rows = lean.where(F.col("reason").isNull()).drop("reason", "__raw")
-    bad = lean.where(F.col("reason").isNotNull()).select("__raw.*", "tick_id", "reason")
+    rows = lean.where(F.col(REASON).isNull()).drop(REASON, RAW)
+    bad = lean.where(F.col(REASON).isNotNull()).select(
+        f"{RAW}.*", F.col(meta("tick_id")).alias("tick_id"), F.col(REASON).alias("reason")
+    )
     return Decoded(rows, bad, lean)

@@ -12,6 +12,7 @@ from psycopg import sql
 from cdc import capture, compare, pgtypes
 from cdc.capture import CaptureOptions
 from cdc.drain import Drain
+from cdc.errors import ConfigError
 from cdc.queue import Consumer, Queue
 from tests import drainkit
 from tests import test_capture_pgq as pgq_diff
@@ -316,3 +317,36 @@ def test_large_batches_are_read_over_jdbc_in_slices(spark, tmp_path):
         assert calls
         for table in ("a", "b"):
             assert_mirrored(conn, spark, tmp_path, table)
+
+
+# source column names that the drain also uses for its own columns
+CLASHING = ("op", "ev_id", "ev_time", "ev_txid", "tick_id", "reason", "kv", "fmt", "__raw")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_source_columns_may_have_the_names_of_the_drains_own_columns(conn, dsn, spark, tmp_path,
+                                                                      fmt):  # fmt: skip
+    """A table whose columns are called op, ev_id, tick_id, reason ... mirrors like any
+    other; a history target refuses the names of its own event columns, and says so."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    cols = ", ".join(f"{sql.Identifier(c).as_string(conn)} text" for c in CLASHING)
+    conn.execute(f"create table odd (id int primary key, {cols})")
+    capture.attach(conn, "public.odd", CaptureOptions(queue="q", format=fmt))
+    values = ", ".join(f"'{c}' || g" for c in CLASHING)
+    conn.execute(f"insert into odd select g, {values} from generate_series(1, 5) g")
+    tables = [{"source": "public.odd", "target": "odd"}]
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), tables), spark) as drain:
+        drain.run()
+        conn.execute('update odd set op = \'changed\', "__raw" = null where id = 2')
+        conn.execute("update odd set id = 10 where id = 3")
+        conn.execute("delete from odd where id = 4")
+        drain.run()
+    assert_mirrored(conn, spark, tmp_path, "odd")
+    history = [{"source": "public.odd", "target": "odd_history", "mode": "history"}]
+    clash = r"odd_history: source column\(s\) op, ev_id, ev_time, ev_txid, tick_id have"
+    with (
+        Drain(drainkit.pipeline(dsn, str(tmp_path / "h"), history), spark) as drain,
+        pytest.raises(ConfigError, match=clash),
+    ):
+        drain.run()
