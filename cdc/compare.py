@@ -17,9 +17,12 @@ from pyspark.sql import functions as F
 from cdc import pgtypes
 
 
-def source_rows(conn: psycopg.Connection, schema: str, table: str) -> list[tuple[Any, ...]]:
-    """The table's rows, ordered by key, in the form delta_rows gives."""
-    cols = pgtypes.columns(conn, schema, table)
+def source_rows(
+    conn: psycopg.Connection, schema: str, table: str, cols: list[pgtypes.Column] | None = None
+) -> list[tuple[Any, ...]]:
+    """The table's rows, ordered by key (the primary key, unless cols mark another), in the
+    form delta_rows gives."""
+    cols = cols if cols is not None else pgtypes.columns(conn, schema, table)
     return [normal(row) for row in conn.execute(source_query(schema, table, cols)).fetchall()]
 
 

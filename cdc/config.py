@@ -49,6 +49,12 @@ class Source:
     jdbc_min_events: int = 2_000_000  # batches this large are read by Spark over JDBC
     jdbc_partitions: int = 8
 
+    @property
+    def capture_queue(self) -> str | None:
+        """The queue whose capture registry (cdc attach) tells a table's pkey= columns; None
+        for a PgQ queue, whose triggers keep no registry."""
+        return self.queue if self.queue_schema == "cdc" else None
+
 
 @dataclass(frozen=True)
 class TableMap:

@@ -108,7 +108,8 @@ class Drain:
     # ------------------------------------------------------------------ per batch
 
     def columns(self, table: TableMap) -> list[pgtypes.Column]:
-        return pgtypes.keyed_columns(self.conn, table.schema, table.name)
+        queue = self.pipeline.source.capture_queue
+        return pgtypes.keyed_columns(self.conn, table.schema, table.name, queue)
 
     def _target(self, target: str, batch: BatchRef) -> merge.Target:
         src = self.pipeline.source

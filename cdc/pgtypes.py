@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from cdc import sqlfiles
 from cdc.errors import ConfigError
 
 COLUMNS_SQL = """
@@ -77,16 +78,47 @@ def spark_type(pg_type: str, typmod: int) -> str:
     return _SCALAR.get(pg_type, "string")
 
 
-def keyed_columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:
-    """columns(), for a table the drain can fold: it must exist and have a primary key."""
+def keyed_columns(
+    conn: psycopg.Connection, schema: str, table: str, queue: str | None = None
+) -> list[Column]:
+    """columns(), for a table the drain can fold: it must exist and have a key. The key is
+    the primary key; without one, the pkey= columns it is captured with into queue (cdc
+    attach --pkey), provided they are NOT NULL and unique (a unique index within them)."""
     cols = columns(conn, schema, table)
     if not cols:
         raise ConfigError(f"source table {schema}.{table} does not exist in the source database")
-    if not any(c.is_key for c in cols):
+    if any(c.is_key for c in cols):
+        return cols
+    pkey = _capture_pkey(conn, schema, table, queue) if queue else None
+    if not pkey:
         raise ConfigError(
-            f"source table {schema}.{table} has no primary key: the drain folds events by key"
+            f"source table {schema}.{table} has no primary key: the drain folds events by key."
+            " Add a primary key, or capture the table with --pkey naming NOT NULL columns"
+            " that a unique index covers"
         )
-    return cols
+    args = {"schema": schema, "table": table, "key": pkey}
+    row = conn.execute(sqlfiles.query("capture_key_check"), args).fetchone()
+    nullable, unique = (row[0] or [], row[1]) if row else ([], False)
+    if nullable or not unique:
+        why = f"{', '.join(nullable)} may be null" if nullable else "no unique index within them"
+        raise ConfigError(
+            f"source table {schema}.{table} has no primary key, and its capture key"
+            f" ({', '.join(pkey)}) is not a key the drain can fold by: {why}."
+            " Add a primary key, or make the columns NOT NULL with a unique index"
+        )
+    return [Column(c.name, c.pg_type, c.spark_type, c.name in pkey) for c in cols]
+
+
+def _capture_pkey(
+    conn: psycopg.Connection, schema: str, table: str, queue: str
+) -> list[str] | None:
+    """The pkey= columns of the table's capture into queue (None when it has none)."""
+    readable = conn.execute(sqlfiles.query("capture_readable")).fetchone()
+    if not readable or not readable[0]:
+        return None
+    args = {"schema": schema, "table": table, "queue": queue}
+    row = conn.execute(sqlfiles.query("capture_pkey"), args).fetchone()
+    return list(row[0]) if row and row[0] else None
 
 
 def columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:

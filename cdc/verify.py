@@ -174,7 +174,8 @@ class Verifier:
     def _compare(
         self, snapshot: psycopg.Connection, m: TableMap, tick_id: int, version: int
     ) -> Verdict:
-        cols = pgtypes.columns(snapshot, m.schema, m.name)
+        queue = self.pipeline.source.capture_queue
+        cols = pgtypes.keyed_columns(snapshot, m.schema, m.name, queue)
         verdict = Verdict(m.source, m.target, tick_id, version)
         verdict.source_rows, verdict.source_hash = _summary(self._source_rows(snapshot, m, cols))
         verdict.delta_rows, verdict.delta_hash = _summary(self._delta_rows(m, cols, version))

@@ -350,3 +350,41 @@ def test_source_columns_may_have_the_names_of_the_drains_own_columns(conn, dsn, 
         pytest.raises(ConfigError, match=clash),
     ):
         drain.run()
+
+
+@pytest.mark.parametrize("fmt", ["json", "sql"])
+def test_a_table_without_primary_key_folds_by_its_capture_pkey(conn, dsn, spark, tmp_path, fmt):
+    """Captured with pkey= NOT NULL columns under a unique index, a table without a primary
+    key mirrors by those columns, and verifies; looser pkey= columns are refused, saying why."""
+    from cdc import verify
+
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table nopk (code text not null, v int, w text)")
+    conn.execute("create unique index on nopk (code)")
+    capture.attach(conn, "public.nopk", CaptureOptions(queue="q", format=fmt, pkey=("code",)))
+    conn.execute("insert into nopk select 'c' || g, g, 'w' || g from generate_series(1, 6) g")
+    pipe = drainkit.pipeline(dsn, str(tmp_path), [{"source": "public.nopk", "target": "nopk"}])
+    with Drain(pipe, spark) as drain:
+        drain.run()
+        conn.execute("update nopk set v = -v where code in ('c1', 'c2')")
+        conn.execute("update nopk set code = 'moved' where code = 'c3'")
+        conn.execute("delete from nopk where code = 'c4'")
+        conn.execute("insert into nopk values ('c4', 40, 'again')")
+        drain.run()
+    cols = pgtypes.keyed_columns(conn, "public", "nopk", "q")
+    assert [c.name for c in cols if c.is_key] == ["code"]
+    got = compare.delta_rows(spark, str(tmp_path / "nopk"), cols)
+    assert got == compare.source_rows(conn, "public", "nopk", cols)
+    assert ("c4", 40, "again") in got and ("moved", 3, "w3") in got and len(got) == 6
+    assert [v.ok for v in verify.Verifier(pipe, spark).run()] == [True]
+
+    conn.execute("create table loose (code text, v int)")
+    capture.attach(conn, "public.loose", CaptureOptions(queue="q", format=fmt, pkey=("code",)))
+    with pytest.raises(ConfigError, match=r"capture key \(code\).*code may be null"):
+        pgtypes.keyed_columns(conn, "public", "loose", "q")
+    conn.execute("alter table loose alter code set not null")
+    with pytest.raises(ConfigError, match="no unique index within them"):
+        pgtypes.keyed_columns(conn, "public", "loose", "q")
+    with pytest.raises(ConfigError, match="has no primary key: the drain folds events by key"):
+        pgtypes.keyed_columns(conn, "public", "loose")  # a PgQ queue: no capture registry

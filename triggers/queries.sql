@@ -95,3 +95,28 @@ select cdc.detach(%(table)s::oid::regclass, %(queue)s);
 
 -- name: capture_info
 select * from cdc.get_capture_info();
+
+-- name: capture_readable
+-- Whether the capture registry exists and this role may read it.
+select coalesce(has_table_privilege(to_regclass('cdc.capture'), 'select'), false);
+
+-- name: capture_pkey
+-- The pkey= columns a table is captured with into a queue (null without them).
+select cap_options -> 'pkey' from cdc.capture
+ where cap_schema = %(schema)s and cap_name = %(table)s and cap_queue = %(queue)s;
+
+-- name: capture_key_check
+-- Whether columns can serve as a table's key: those of them that may be null, and whether a
+-- valid, non-partial unique index on plain columns lies within them.
+with t as (select c.oid from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            where n.nspname = %(schema)s and c.relname = %(table)s)
+select (select array_agg(a.attname::text order by a.attnum)
+          from pg_attribute a, t
+         where a.attrelid = t.oid and a.attname = any (%(key)s::text[]) and not a.attnotnull),
+       exists (select 1 from pg_index i, t
+                where i.indrelid = t.oid and i.indisunique and i.indisvalid
+                  and i.indpred is null and i.indexprs is null
+                  and not exists (
+                      select 1 from unnest((i.indkey::int2[])[0:i.indnkeyatts - 1]) k
+                        join pg_attribute a on a.attrelid = t.oid and a.attnum = k
+                       where a.attname <> all (%(key)s::text[])));
