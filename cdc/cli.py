@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from cdc import __version__, capture, errors, install
+from cdc.config import add_config_argument
 from cdc.queue import Queue
 from cdc.ticker import Ticker, TickerSettings
 
@@ -349,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_status,
         "queue, consumer and tables of a pipeline; exit 1 when the ticker is stalled",
     )
-    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    add_config_argument(sp)
     shown = sp.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true", help="JSON output")
     shown.add_argument("--prometheus", action="store_true", help="Prometheus text format")
@@ -365,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         "load captured tables' existing rows into their Delta tables, consistent with the queue",
     )
     sp.add_argument("tables", nargs="+", metavar="SCHEMA.TABLE", help="source tables to load")
-    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    add_config_argument(sp)
     sp.add_argument(
         "--partitions", type=int, default=8, help="parallel JDBC reads by key range (8)"
     )
@@ -377,19 +378,19 @@ def build_parser() -> argparse.ArgumentParser:
         "compare mirror targets with their sources at one consistent point; exit 1 if any differs",
     )
     sp.add_argument("tables", nargs="*", metavar="SCHEMA.TABLE", help="default: every mirror")
-    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    add_config_argument(sp)
     sp.add_argument("--limit", type=int, default=20, help="differing keys shown per table (20)")
     sp.add_argument("--json", action="store_true", help="JSON output")
 
     sp = add("sql", cmd_sql, "Spark SQL over the replicated tables (views named as targets)")
     sp.add_argument("query", help="a Spark SQL query, e.g. 'select count(*) from orders'")
-    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    add_config_argument(sp)
     sp.add_argument("--limit", type=int, default=100, help="rows shown, 0 for all (100)")
     sp.add_argument("--format", default="table", help="table, json (lines) or csv")
 
     sp = add("maintain", cmd_maintain, "OPTIMIZE (ordered by key) and VACUUM the Delta tables")
     sp.add_argument("targets", nargs="*", help="targets (default: all and the quarantine)")
-    sp.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    add_config_argument(sp)
     sp.add_argument("--no-optimize", action="store_true", help="skip OPTIMIZE")
     sp.add_argument("--no-vacuum", action="store_true", help="skip VACUUM")
     sp.add_argument(

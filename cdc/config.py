@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import tomllib
@@ -225,6 +226,11 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         ):
             raise ConfigError(f"metrics.port must be a TCP port number, not {metrics_port!r}")
     return Pipeline(source, target_path, tuple(maps), quarantine, path, metrics_port)
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    """The --config option of every command and job that runs a pipeline."""
+    parser.add_argument("--config", required=True, help="pipeline configuration (TOML)")
 
 
 def load(path: str | os.PathLike[str]) -> Pipeline:

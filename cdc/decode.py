@@ -28,8 +28,10 @@ from cdc import pgarray, sqlformat
 from cdc.pgtypes import Column
 
 META = ["ev_id", "ev_time", "ev_txid", "tick_id", "op"]
-# Decoded frames name every column internally (meta(name), value(i), present(i)): a source
-# column may be called op, ev_id or reason without meeting the drain's own columns
+# Decoded frames name every column internally (meta(name), value(i), present(i), REASON,
+# RAW), so a source column may be called op, ev_id or reason
+REASON = "__reason"  # why an event is bad (null for a good one)
+RAW = "__raw"  # the raw event of a bad one
 # the raw event, kept for the quarantine
 RAW_EVENT = [
     "ev_id",
@@ -207,10 +209,6 @@ def value(index: int) -> str:
 def present(index: int) -> str:
     """The name of the boolean column saying whether an event carries columns[index]."""
     return f"__p{index}"
-
-
-REASON = "__reason"  # why an event is bad (null for a good one)
-RAW = "__raw"
 
 
 def any_of(conditions: list[SparkColumn]) -> SparkColumn:

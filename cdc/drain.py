@@ -28,7 +28,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from cdc import decode, merge, pgtypes
 from cdc import source as source_module
-from cdc.config import Pipeline, TableMap
+from cdc.config import Pipeline, TableMap, add_config_argument
 from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
 
 log = logging.getLogger("cdc.drain")
@@ -347,7 +347,7 @@ class Drain:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+    add_config_argument(parser)
     how = parser.add_mutually_exclusive_group()
     how.add_argument(
         "--once", dest="mode", action="store_const", const="once", help="one batch, then exit"

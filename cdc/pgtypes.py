@@ -97,8 +97,7 @@ def keyed_columns(
             " that a unique index covers"
         )
     args = {"schema": schema, "table": table, "key": pkey}
-    row = conn.execute(sqlfiles.query("capture_key_check"), args).fetchone()
-    nullable, unique = (row[0] or [], row[1]) if row else ([], False)
+    nullable, unique = conn.execute(sqlfiles.query("capture_key_check"), args).fetchone()
     if nullable or not unique:
         why = f"{', '.join(nullable)} may be null" if nullable else "no unique index within them"
         raise ConfigError(

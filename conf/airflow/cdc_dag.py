@@ -24,16 +24,16 @@ SPARK = {
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     },
 }
-DEFAULTS = {"retries": 2, "retry_delay": timedelta(minutes=1)}
+# every DAG here: no backfill, one run at a time (for the drain, the drain lock would make a
+# second one wait anyway), two retries a minute apart
+SCHEDULING = {
+    "start_date": datetime(2026, 1, 1),
+    "catchup": False,
+    "max_active_runs": 1,
+    "default_args": {"retries": 2, "retry_delay": timedelta(minutes=1)},
+}
 
-with DAG(
-    "cdc_drain",
-    schedule="*/5 * * * *",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,  # one drain at a time (the drain lock would make a second one wait)
-    default_args=DEFAULTS,
-) as drain_dag:
+with DAG("cdc_drain", schedule="*/5 * * * *", **SCHEDULING) as drain_dag:
     SparkSubmitOperator(
         task_id="drain",
         application=f"{JOBS}/drain.py",
@@ -41,25 +41,11 @@ with DAG(
         **SPARK,
     )
 
-with DAG(
-    "cdc_verify",
-    schedule="@hourly",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULTS,
-) as verify_dag:
+with DAG("cdc_verify", schedule="@hourly", **SCHEDULING) as verify_dag:
     # exit code 1 when a table differs: the task fails and alerts
     BashOperator(task_id="verify", bash_command=f"cdc verify --config {CONFIG}")
 
-with DAG(
-    "cdc_maintain",
-    schedule="15 3 * * *",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULTS,
-) as maintain_dag:
+with DAG("cdc_maintain", schedule="15 3 * * *", **SCHEDULING) as maintain_dag:
     SparkSubmitOperator(
         task_id="maintain",
         application=f"{JOBS}/maintain.py",
