@@ -112,6 +112,18 @@ class InvalidExpression(ConfigError):
     """A --when / --extra / --ev-type expression failed its checks."""
 
 
+class TableUnappliable(CdcError):
+    """One configured table cannot be applied to its target (dropped or renamed source, a
+    schema Delta cannot hold, an incompatible retype, an unrepresentable key). The drain
+    quarantines that table's events with ``reason``, marks it failing, and goes on with the
+    other tables; ``cdc resync`` recovers it once the cause is fixed."""
+
+    def __init__(self, table: str, reason: str) -> None:
+        super().__init__(f"table {table} cannot be applied: {reason}")
+        self.table = table
+        self.reason = reason
+
+
 _BY_SQLSTATE: dict[str, type[QueueError]] = {
     cls.sqlstate: cls for cls in QueueError.__subclasses__() if cls.sqlstate
 }
