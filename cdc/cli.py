@@ -12,12 +12,13 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import psycopg
 
-from cdc import __version__, capture, errors, install
+from cdc import __version__, capture, errors, failures, install
 from cdc.config import add_config_argument
 from cdc.queue import Queue
 from cdc.ticker import Ticker, TickerSettings
@@ -197,6 +198,23 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_resync(args: argparse.Namespace) -> int:
+    from cdc import resync
+
+    pipeline, session = _pipeline_and_spark(args, "cdc-resync")
+    result = resync.resync(
+        pipeline, session, args.table, args.partitions, progress=not args.no_progress
+    )
+    cleared = ", ".join(result.cleared) if result.cleared else "none was failing"
+    print(
+        f"{result.table}: {result.rows:,} rows at tick {result.position} in"
+        f" {result.seconds:.1f} s"
+        + (f", {result.quarantined:,} quarantined" if result.quarantined else "")
+        + f"; failing marks cleared: {cleared}"
+    )
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from cdc import verify
 
@@ -232,7 +250,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(generate_latest(status.registry(pipeline)).decode(), end="")
     else:
         print(status.render(state))
-    return 1 if state.queue.stalled else 0
+    return 1 if state.queue.stalled or state.failing else 0
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -348,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add(
         "status",
         cmd_status,
-        "queue, consumer and tables of a pipeline; exit 1 when the ticker is stalled",
+        "queue, consumer and tables of a pipeline; exit 1 when the ticker is stalled or a table"
+        " is failing",
     )
     add_config_argument(sp)
     shown = sp.add_mutually_exclusive_group()
@@ -366,6 +385,18 @@ def build_parser() -> argparse.ArgumentParser:
         "load captured tables' existing rows into their Delta tables, consistent with the queue",
     )
     sp.add_argument("tables", nargs="+", metavar="SCHEMA.TABLE", help="source tables to load")
+    add_config_argument(sp)
+    sp.add_argument(
+        "--partitions", type=int, default=8, help="parallel JDBC reads by key range (8)"
+    )
+    sp.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+    sp = add(
+        "resync",
+        cmd_resync,
+        "recover a failing table: a new snapshot of it, then its events apply again",
+    )
+    sp.add_argument("table", metavar="SCHEMA.TABLE", help="the source table, as in the config")
     add_config_argument(sp)
     sp.add_argument(
         "--partitions", type=int, default=8, help="parallel JDBC reads by key range (8)"
@@ -417,8 +448,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cdc: error: {exc}", file=sys.stderr)
         return 1
     except psycopg.Error as exc:
-        print(f"cdc: error: {errors.translate(exc)}", file=sys.stderr)
+        _trace_if(args.verbose)
+        translated = errors.translate(exc)
+        if translated is exc:
+            translated = failures.classify(exc).message
+        print(f"cdc: error: {translated}", file=sys.stderr)
         return 1
+    except Exception as exc:  # one line that names the cause; the trace only under -v
+        _trace_if(args.verbose)
+        print(f"cdc: error: {failures.classify(exc, _folder(args)).message}", file=sys.stderr)
+        if not args.verbose:
+            print("cdc: run with -v for the full trace", file=sys.stderr)
+        return 1
+
+
+def _trace_if(verbose: bool) -> None:
+    if verbose:
+        traceback.print_exc()
+
+
+def _folder(args: argparse.Namespace) -> str | None:
+    """The target folder of the --config pipeline, for the message of a storage failure."""
+    if not getattr(args, "config", None):
+        return None
+    try:
+        from cdc import config
+
+        return config.load(args.config).target_path
+    except errors.CdcError:
+        return None
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@
     path = "/data/delta"          # one Delta table per source table below it
 
     [[tables]]
-    source = "public.orders"      # the events' ev_extra1
+    source = "public.orders"      # schema.table; quote names holding dots: '"my.schema"."T"'
     target = "orders"             # a path under target.path, or a catalog table name
     mode = "mirror"               # or "history"
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,50 @@ from cdc.errors import ConfigError
 
 MODES = ("mirror", "history")
 QUEUE_SCHEMAS = ("cdc", "pgq")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+
+
+def parse_table_name(text: str) -> tuple[str, str]:
+    """(schema, table) of a ``schema.table`` name. A part in double quotes is taken as written
+    (``""`` inside stands for one ``"``), so it may hold dots, spaces, any character; a bare
+    part is taken as written too (no case folding: the events name tables as the catalog
+    spells them) and may hold anything but a dot or a double quote. ValueError otherwise."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            j, chunk = i + 1, []
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise ValueError("a double quote is not closed")
+                chunk.append(text[j:k])
+                if text.startswith('"', k + 1):
+                    chunk.append('"')
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            part = "".join(chunk)
+        else:
+            k = text.find(".", i)
+            k = n if k < 0 else k
+            part = text[i:k]
+            if '"' in part:
+                raise ValueError("a double quote inside a bare name: quote the whole part")
+            i = k
+        if not part:
+            raise ValueError("an empty name")
+        parts.append(part)
+        if i == n:
+            break
+        if text[i] != ".":
+            raise ValueError("a quoted name must be followed by a dot or nothing")
+        i += 1
+    if len(parts) != 2:
+        raise ValueError(
+            'want exactly schema.table (quote a name holding a dot: public."my.table")'
+        )
+    return parts[0], parts[1]
 
 
 @dataclass(frozen=True)
@@ -59,17 +101,17 @@ class Source:
 
 @dataclass(frozen=True)
 class TableMap:
-    source: str  # schema.table, as in the events' ev_extra1
+    source: str  # schema.table unquoted, as in the events' ev_extra1
     target: str
     mode: str = "mirror"
+    schema: str = ""  # the schema and table names (default: source split at its first dot)
+    name: str = ""
 
-    @property
-    def schema(self) -> str:
-        return self.source.split(".", 1)[0]
-
-    @property
-    def name(self) -> str:
-        return self.source.split(".", 1)[1]
+    def __post_init__(self) -> None:
+        if not self.schema or not self.name:
+            schema, _, name = self.source.partition(".")
+            object.__setattr__(self, "schema", schema)
+            object.__setattr__(self, "name", name)
 
 
 @dataclass(frozen=True)
@@ -87,6 +129,7 @@ class Pipeline:
         error."""
         if not sources:
             return [t for t in self.tables if t.mode == "mirror"]
+        sources = [self.source_name(s) for s in sources]
         known = {t.source for t in self.tables}
         unknown = [s for s in sources if s not in known]
         if unknown:
@@ -100,6 +143,22 @@ class Pipeline:
                 f"{', '.join(sources)} feed only history targets, which hold events, not rows"
             )
         return chosen
+
+    def source_name(self, text: str) -> str:
+        """A table named on the command line (``public.orders``, ``'"public"."My Table"'``)
+        as the configuration's source (schema.table unquoted)."""
+        if text in {t.source for t in self.tables}:
+            return text
+        try:
+            schema, name = parse_table_name(text)
+        except ValueError:
+            return text
+        return f"{schema}.{name}"
+
+    @property
+    def failing_table(self) -> str:
+        """The target holding the failing marks of the tables (beside the quarantine)."""
+        return f"{self.quarantine}_failing"
 
     def location(self, target: str) -> str:
         """Where a target table lives: a path below target.path, unless it is a catalog name
@@ -192,12 +251,12 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a table with source, target and mode")
         _unknown(entry, where, {"source", "target", "mode"})
-        name = _text(entry, where, "source")
-        parts = name.split(".")
-        if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
-            raise ConfigError(
-                f"{where}.source must be schema.table (as in ev_extra1), not {name!r}"
-            )
+        text = _text(entry, where, "source")
+        try:
+            parts = parse_table_name(text)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.source must be schema.table, not {text!r}: {exc}") from None
+        name = f"{parts[0]}.{parts[1]}"
         mode = _text(entry, where, "mode", "mirror")
         if mode not in MODES:
             raise ConfigError(f"{where}.mode must be mirror or history, not {mode!r}")
@@ -206,7 +265,7 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
             raise ConfigError(
                 f"{where}.target must be a path below target.path, not {target_name!r}"
             )
-        maps.append(TableMap(source=name, target=target_name, mode=mode))
+        maps.append(TableMap(name, target_name, mode, parts[0], parts[1]))
     # one source may feed several targets (a mirror and a history), each target one source
     seen = [m.target for m in maps]
     dup = sorted({t for t in seen if seen.count(t) > 1})
@@ -214,6 +273,11 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
     if quarantine in {m.target for m in maps}:
         raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
+    if f"{quarantine}_failing" in {m.target for m in maps}:
+        raise ConfigError(
+            f"target {quarantine}_failing holds the failing marks of the tables: give the"
+            " table another target"
+        )
     metrics_port = None
     if "metrics" in data:
         metrics = _section(data, "metrics")
@@ -237,9 +301,21 @@ def load(path: str | os.PathLike[str]) -> Pipeline:
     """Reads and checks the configuration file."""
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text())
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"configuration file {file} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"configuration file {file} is a directory, not a file") from None
+    except PermissionError:
+        raise ConfigError(
+            f"configuration file {file} is not readable (permission denied)"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"configuration file {file} is not UTF-8 text (byte {exc.start}): TOML files are UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"configuration file {file} cannot be read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from None
     return parse(data, file)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import reduce
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,6 +27,9 @@ from pyspark.sql.types import ArrayType, MapType, StringType
 
 from cdc import pgarray, sqlformat
 from cdc.pgtypes import Column
+
+if TYPE_CHECKING:
+    from cdc.schema_drift import Drift
 
 META = ["ev_id", "ev_time", "ev_txid", "tick_id", "op"]
 # Decoded frames name every column internally (meta(name), value(i), present(i), REASON,
@@ -58,7 +62,7 @@ class Facts:
     events: int
     bad: int
     truncated_at: int | None  # ev_id of the batch's last TRUNCATE of the table
-    key_range: tuple[object, object] | None  # lowest and highest first key column value
+    key_range: tuple[str, str] | None  # lowest and highest first key column value, as text
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,9 @@ class Decoded:
             F.count("*"),
             F.count(REASON),
             F.max(F.when(op == "R", F.col(meta("ev_id")))),
-            F.min(F.when(good, first)),
-            F.max(F.when(good, first)),
+            # as text: a date past 9999 or before year 1 has no Python form
+            F.min(F.when(good, first)).cast("string"),
+            F.max(F.when(good, first)).cast("string"),
         ).collect()[0]
         key_range = None if row[3] is None else (row[3], row[4])
         return Facts(row[0], row[1], row[2], key_range)
@@ -134,7 +139,12 @@ def with_op_and_map(events: DataFrame, formats: Collection[str] = FORMATS) -> Da
     if "json" in formats:
         kv = kv.when(
             F.col("fmt") == "json",
-            F.from_json(F.col("ev_data"), MapType(StringType(), StringType())),
+            # PostgreSQL values reach 1 GB; Jackson's default stops strings at 20 MB
+            F.from_json(
+                F.col("ev_data"),
+                MapType(StringType(), StringType()),
+                {"maxStringLen": str(2**31 - 1)},
+            ),
         )
     if "urlenc" in formats:
         pairs = F.str_to_map(F.col("ev_data"), F.lit("&"), F.lit("="))
@@ -177,22 +187,61 @@ def format_flags() -> list[SparkColumn]:
     ]
 
 
+# PostgreSQL's ISO output of dates and timestamps (DateStyle ISO; json's with a "T"): the
+# year has 4 digits or more, " BC" follows for years before 1. Spark's casts accept more
+# (anything after the date, so "0044-03-15 BC" would read as 44 AD): only this form is cast.
+DATE_TEXT = r"^-?\d{4,}-\d\d-\d\d$"
+TIMESTAMP_TEXT = r"^-?\d{4,}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?"
+OFFSET_TEXT = r"[+-]\d\d(:\d\d){0,2}$"
+
+
+def astronomical(raw: SparkColumn) -> SparkColumn:
+    """A date or timestamp text with " BC" as Spark reads years before 1: PostgreSQL and
+    Spark both count days in the proleptic Gregorian calendar, PostgreSQL's year N BC is
+    Spark's year 1 - N (1 BC is year 0, 44 BC is -43)."""
+    body = raw.substr(F.lit(1), F.length(raw) - 3)
+    year = F.regexp_extract(body, r"^(\d+)-", 1).cast("int")
+    astro_year = F.when(year == 1, F.lit("0000")).otherwise(
+        F.concat(F.lit("-"), F.lpad((year - 1).cast("string"), 4, "0"))
+    )
+    return F.when(
+        raw.endswith(" BC"), F.concat(astro_year, F.regexp_replace(body, r"^\d+", ""))
+    ).otherwise(raw)
+
+
+def _cast_array(raw: SparkColumn, element: str) -> SparkColumn:
+    """An array literal cast element-wise; null (so: does not cast) when the literal is not
+    one-dimensional with lower bound 1, or when any element that is not NULL does not cast to
+    the element type (infinity in a date[], NaN in a numeric(10,2)[]): never a NULL element
+    in place of a value."""
+    pairs = F.transform(
+        array_udf(raw), lambda x: F.struct(x.alias("t"), cast_text(x, element).alias("v"))
+    )
+    failed = F.exists(pairs, lambda p: p["t"].isNotNull() & p["v"].isNull())
+    return F.when(~failed, F.transform(pairs, lambda p: p["v"]))
+
+
 def cast_text(raw: SparkColumn, spark_type: str) -> SparkColumn:
     """A PostgreSQL text value (as events carry it) cast to a Spark type; null when it does
     not cast."""
     if spark_type.startswith("array<"):
-        element = spark_type[len("array<") : -1]
-        return F.transform(array_udf(raw), lambda x: cast_text(x, element))
+        return _cast_array(raw, spark_type[len("array<") : -1])
     if spark_type == "string":
         return raw
     if spark_type == "binary":
         return F.when(
             raw.startswith("\\x"), F.try_to_binary(F.substring(raw, 3, 1 << 30), F.lit("hex"))
         )
+    if spark_type == "date":
+        text = astronomical(raw)
+        return F.when(text.rlike(DATE_TEXT), text.try_cast("date"))
+    if spark_type == "timestamp_ntz":
+        text = astronomical(raw)
+        return F.when(text.rlike(TIMESTAMP_TEXT + "$"), text.try_cast("timestamp_ntz"))
     if spark_type == "timestamp":
         # PostgreSQL writes the offset as +HH, +HH:MM or +HH:MM:SS
-        text = F.regexp_replace(raw, r"([+-]\d\d)$", "$1:00")
-        return F.try_to_timestamp(text)
+        text = F.regexp_replace(astronomical(raw), r"([+-]\d\d)$", "$1:00")
+        return F.when(text.rlike(TIMESTAMP_TEXT + OFFSET_TEXT), F.try_to_timestamp(text))
     return raw.try_cast(spark_type)
 
 
@@ -216,18 +265,25 @@ def any_of(conditions: list[SparkColumn]) -> SparkColumn:
 
 
 def decode_table(
-    events: DataFrame, columns: list[Column], formats: Collection[str] = FORMATS
+    events: DataFrame,
+    columns: list[Column],
+    formats: Collection[str] = FORMATS,
+    drift: Drift | None = None,
 ) -> Decoded:
     """The typed rows of one table's raw events, and its bad events, from one cached frame.
 
     Each value is decoded and cast once, into a lean cached frame: META, per column its
     typed value (``value(i)``) and whether the event carries it (``present(i)``), the reason
     of a bad event, and the raw event only for bad ones. Call Decoded.release() when done.
-    formats: as for with_op_and_map."""
+    formats: as for with_op_and_map. drift (cdc.schema_drift): the source's schema against
+    the target's: columns carry the types written, and its checks come before the cast's."""
     keys = [c.name for c in columns if c.is_key]
     kv = F.col("kv")
     slots = [(c, value(i)) for i, c in enumerate(columns)]
-    staged = with_op_and_map(events, formats).select(
+    typed = with_op_and_map(events, formats)
+    if drift is not None:
+        typed = typed.withColumn("kv", drift.rewrite_kv(kv))
+    staged = typed.select(
         "*", *[cast_text(kv.getItem(c.name), c.spark_type).alias(s) for c, s in slots]
     )
     # the conditions are cheap; the texts are built only for the bad events
@@ -246,19 +302,22 @@ def decode_table(
                 F.concat_ws(", ", *[F.when(kv.getItem(k).isNull(), F.lit(k)) for k in keys]),
             ),
         )
-        .when(
-            bad_value,
-            F.concat(
-                F.lit("value does not cast to the column type: "),
-                F.concat_ws(
-                    ", ",
-                    *[
-                        F.when(kv.getItem(c.name).isNotNull() & F.col(s).isNull(), F.lit(c.name))
-                        for c, s in slots
-                    ],
-                ),
+    )
+    if drift is not None:
+        drifted = drift.reason(kv)
+        reason = reason.when(drifted.isNotNull(), drifted)
+    reason = reason.when(
+        bad_value,
+        F.concat(
+            F.lit("value does not cast to the column type: "),
+            F.concat_ws(
+                ", ",
+                *[
+                    F.when(kv.getItem(c.name).isNotNull() & F.col(s).isNull(), F.lit(c.name))
+                    for c, s in slots
+                ],
             ),
-        )
+        ),
     )
     raw = F.struct(*[F.col(n) for n in RAW_EVENT])
     lean = (

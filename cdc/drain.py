@@ -26,9 +26,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from cdc import decode, merge, pgtypes
+from cdc import decode, failing, failures, merge, pgtypes, schema_drift
 from cdc import source as source_module
 from cdc.config import Pipeline, TableMap, add_config_argument
+from cdc.errors import CdcError
 from cdc.source import EVENT_SCHEMA, BatchRef, QueueSource
 
 log = logging.getLogger("cdc.drain")
@@ -61,6 +62,7 @@ class BatchStats:
     events: int = 0
     quarantined: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
+    failing: dict[str, str] = field(default_factory=dict)  # target -> reason
     seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
     phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
 
@@ -95,6 +97,9 @@ class Drain:
         self.source = QueueSource(self.conn, pipeline.source)
         self.stopping = threading.Event()
         self.source.register()
+        self.names = source_module.TableNames({t.source: t.source for t in pipeline.tables}, {})
+        self.incarnation = source_module.incarnation(self.conn, pipeline.source)
+        self._current_ids: set[str] = set()  # targets holding a commit under the current appId
 
     def close(self) -> None:
         self.conn.close()
@@ -107,21 +112,59 @@ class Drain:
 
     # ------------------------------------------------------------------ per batch
 
+    def catalog_name(self, table: TableMap) -> tuple[str, str]:
+        """(schema, table) of the source in the catalog now: its configured name, or the new
+        name of a table renamed since (source.table_names)."""
+        return self.names.current.get(table.source, (table.schema, table.name))
+
     def columns(self, table: TableMap) -> list[pgtypes.Column]:
         queue = self.pipeline.source.capture_queue
-        return pgtypes.keyed_columns(self.conn, table.schema, table.name, queue)
+        return pgtypes.keyed_columns(self.conn, *self.catalog_name(table), queue)
 
     def _target(self, target: str, batch: BatchRef) -> merge.Target:
         src = self.pipeline.source
-        return merge.Target(
-            self.pipeline.location(target), f"{src.queue}/{src.consumer}/{target}", batch.tick_id
-        )
+        app = source_module.app_id(src, self.incarnation, target)
+        return merge.Target(self.pipeline.location(target), app, batch.tick_id)
+
+    def _done_before(self, name: str, batch: BatchRef) -> bool:
+        """Whether the batch is in the target under the appId of versions without queue
+        incarnations (committed, then the drain was upgraded before finishing the batch):
+        then it is not written again. Without an incarnation, a tick below the one the target
+        recorded (a queue created again) stops the drain instead of being skipped silently."""
+        location = self.pipeline.location(name)
+        if "/" not in location or name in self._current_ids:
+            return False
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(location):
+            return False
+        table = DeltaTable(location)
+        src = self.pipeline.source
+        legacy = table.transaction_version(source_module.legacy_app_id(src, name))
+        if self.incarnation is None:
+            if legacy is not None and legacy > batch.tick_id:
+                raise CdcError(
+                    f"target {name} holds tick {legacy} of queue {src.queue} (consumer"
+                    f" {src.consumer}), later than this batch's tick {batch.tick_id}: the queue"
+                    " was created again, and this engine cannot tell its incarnations apart."
+                    " Run `cdc install` to upgrade it, then drain again"
+                )
+            return False
+        current = source_module.app_id(src, self.incarnation, name)
+        if legacy is None or table.transaction_version(current) is not None:
+            self._current_ids.add(name)
+            return False
+        if legacy == batch.tick_id:
+            log.info("target %s: tick %d was committed before the upgrade", name, batch.tick_id)
+            return True
+        return False
 
     def read(self, batch: BatchRef) -> BatchEvents:
         """The batch's events, split by source table: by COPY into Arrow (split there), or,
         for a large batch, by Spark JDBC (cached, split in Spark)."""
         src = self.pipeline.source
-        known = {t.source for t in self.pipeline.tables}
+        self.names = source_module.table_names(self.conn, src, self.pipeline.tables)
+        known = set(self.names.events)
         jdbc = source_module.jdbc_url(src.dsn)
         if batch.events_upper_bound >= src.jdbc_min_events:
             if jdbc is not None:
@@ -146,12 +189,21 @@ class Drain:
             strays = frame(table.filter(pc.invert(in_config)))
         formats = {}
         tables = {}
-        for name in counts:
-            if name in known:
-                rows = table.filter(pc.equal(names, name))
-                formats[name] = decode.formats_of(rows.column("ev_type"))
-                tables[name] = frame(rows)
-        return BatchEvents(counts, tables, strays, formats)
+        for source in {self.names.events[name] for name in counts if name in known}:
+            aliases = pa.array(self.names.names_of(source))
+            rows = table.filter(pc.fill_null(pc.is_in(names, aliases), False))
+            formats[source] = decode.formats_of(rows.column("ev_type"))
+            tables[source] = frame(rows)
+        return BatchEvents(self._by_source(counts), tables, strays, formats)
+
+    def _by_source(self, counts: dict[str | None, int]) -> dict[str | None, int]:
+        """Event counts per event table name, summed per configured source (renamed tables'
+        earlier names count for their table); other names as they are."""
+        summed: dict[str | None, int] = {}
+        for name, n in counts.items():
+            key = self.names.events.get(name, name) if name is not None else None
+            summed[key] = summed.get(key, 0) + n
+        return summed
 
     def _read_jdbc(
         self, batch: BatchRef, known: set[str], url: str, props: dict[str, str]
@@ -179,12 +231,16 @@ class Drain:
             .collect()
         )
         counts = {row.ev_extra1: row.n for row in facts}
-        formats = {
-            row.ev_extra1: {f for f in decode.FORMATS if row[f]}
-            for row in facts
-            if row.ev_extra1 in known
+        formats: dict[str, set[str]] = {}
+        for row in facts:
+            if row.ev_extra1 in known:
+                source = self.names.events[row.ev_extra1]
+                formats.setdefault(source, set()).update(f for f in decode.FORMATS if row[f])
+        tables = {
+            source: frame.where(F.col("ev_extra1").isin(*self.names.names_of(source)))
+            for source in formats
         }
-        tables = {name: frame.where(F.col("ev_extra1") == name) for name in counts if name in known}
+        counts = self._by_source(counts)
         strays = None
         if set(counts) - known:
             strays = frame.where(
@@ -203,6 +259,7 @@ class Drain:
                 on_stage(name)
 
         started = time.monotonic()
+        self.incarnation = source_module.incarnation(self.conn, self.pipeline.source)
         events = self.read(batch)
         stats.seconds["read"] = time.monotonic() - started
         stats.events = sum(events.counts.values())
@@ -221,6 +278,9 @@ class Drain:
     def _apply_tables(
         self, batch: BatchRef, events: BatchEvents, stats: BatchStats, stage: Callable[[str], None]
     ) -> None:
+        """Applies each table; a table whose data or schema cannot be applied (not an
+        infrastructure failure, which stops the batch) is marked failing and its events go to
+        the quarantine, and so do the events of tables marked failing earlier."""
         decoded_tables: list[decode.Decoded] = []
         bad: list[DataFrame] = []
         if events.strays is not None:
@@ -228,44 +288,113 @@ class Drain:
                 "reason", F.lit("table not in the configuration")
             )
             bad.append(strays)
+        marks = failing.read(self.spark, self.pipeline.location(self.pipeline.failing_table))
+        newly: dict[str, tuple[str, str]] = {}
         for table in self.pipeline.tables:
-            started = time.monotonic()
-            columns = self.columns(table)
-            target = self._target(table.target, batch)
             stats.per_table[table.target] = events.counts.get(table.source, 0)
-            if table.source not in events.tables:
-                merge.ensure_target(self.spark, target, columns, table.mode)
+            if table.target in marks:
+                stats.failing[table.target] = marks[table.target].reason
                 continue
-            decoded = decode.decode_table(
-                events.tables[table.source], columns, events.formats[table.source]
-            )
-            decoded_tables.append(decoded)
-            facts = decoded.facts(columns)  # decodes, into the cache
-            merge.add_time(stats.phases, "decode", started)
-            if facts.bad:
-                bad.append(decoded.bad)
-            if table.mode == "history":
-                write = partial(merge.apply_history, self.spark, target, decoded.rows, columns)
-            else:
-                write = partial(
-                    merge.apply_mirror,
-                    self.spark,
-                    target,
-                    decoded.rows,
-                    columns,
-                    facts.truncated_at,
-                    facts.key_range,
-                    stats.phases,
-                )
-            # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
-            merge.retry_conflicts(write, f"table {table.target}")
-            stats.seconds[table.target] = time.monotonic() - started
-            stage("table:" + table.target)
+            if self._done_before(table.target, batch):
+                continue
+            kept = len(bad)
+            try:
+                self._apply_table(table, batch, events, stats, stage, decoded_tables, bad)
+            except Exception as exc:
+                failure = failures.classify(exc, self.pipeline.target_path)
+                if failure.kind != failures.TABLE:
+                    raise
+                del bad[kept:]
+                log.error(
+                    "target %s is failing from tick %d on, its events go to the quarantine"
+                    " until `cdc resync %s`: %s",
+                    table.target, batch.tick_id, table.source, failure.message,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )  # fmt: skip
+                newly[table.target] = (table.source, failure.message)
+                stats.failing[table.target] = failure.message
+        bad.extend(self._failing_events(events, marks, newly))
+        failing.mark(self.spark, self._target(self.pipeline.failing_table, batch), newly)
         started = time.monotonic()
         stats.quarantined = self._quarantine(batch, bad)
         stats.seconds["quarantine"] = time.monotonic() - started
         for done in decoded_tables:
             done.release()
+
+    def _failing_events(
+        self,
+        events: BatchEvents,
+        marks: dict[str, failing.Mark],
+        newly: dict[str, tuple[str, str]],
+    ) -> list[DataFrame]:
+        """The batch's events of the sources with a failing target, once per source, with the
+        reasons."""
+        reasons: dict[str, list[str]] = {}
+        for table in self.pipeline.tables:
+            if table.target in newly:
+                why = f"target {table.target} cannot be applied: {newly[table.target][1]}"
+            elif table.target in marks:
+                mark = marks[table.target]
+                why = (
+                    f"target {table.target} is failing since tick {mark.tick_id}"
+                    f" ({mark.reason}): `cdc resync {table.source}` recovers it"
+                )
+            else:
+                continue
+            reasons.setdefault(table.source, []).append(why)
+        return [
+            events.tables[source].withColumn("reason", F.lit("; ".join(why)))
+            for source, why in reasons.items()
+            if source in events.tables
+        ]
+
+    def _apply_table(
+        self,
+        table: TableMap,
+        batch: BatchRef,
+        events: BatchEvents,
+        stats: BatchStats,
+        stage: Callable[[str], None],
+        decoded_tables: list[decode.Decoded],
+        bad: list[DataFrame],
+    ) -> None:
+        """One table's part of the batch: decoded, folded and written to its target."""
+        started = time.monotonic()
+        target = self._target(table.target, batch)
+        # the target follows the source's schema where it can; drift says how events are written
+        drift = schema_drift.reconcile(
+            self.spark, self.conn, target, self.catalog_name(table), self.columns(table),
+            table.mode,
+        )  # fmt: skip
+        columns = drift.columns
+        stats.per_table[table.target] = events.counts.get(table.source, 0)
+        if table.source not in events.tables:
+            return
+        decoded = decode.decode_table(
+            events.tables[table.source], columns, events.formats[table.source], drift
+        )
+        decoded_tables.append(decoded)
+        facts = decoded.facts(columns)  # decodes, into the cache
+        merge.add_time(stats.phases, "decode", started)
+        if facts.bad:
+            bad.append(decoded.bad)
+        if table.mode == "history":
+            write = partial(merge.apply_history, self.spark, target, decoded.rows, columns)
+        else:
+            write = partial(
+                merge.apply_mirror,
+                self.spark,
+                target,
+                decoded.rows,
+                columns,
+                facts.truncated_at,
+                facts.key_range,
+                stats.phases,
+            )
+        # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
+        merge.retry_conflicts(write, f"table {table.target}")
+        stats.seconds[table.target] = time.monotonic() - started
+        stage("table:" + table.target)
 
     def _quarantine(self, batch: BatchRef, bad: list[DataFrame]) -> int:
         if not bad:
@@ -274,16 +403,19 @@ class Drain:
         frame = bad[0].select(*cols)
         for other in bad[1:]:
             frame = frame.unionByName(other.select(*cols))
-        rows = frame.collect()  # bad events are few; a batch of them is still bounded
-        if not rows:
+        # a failing table's events may be many: written from the (cached) frames, not collected
+        count = frame.count()
+        if not count:
             return 0
+        if self._done_before(self.pipeline.quarantine, batch):
+            return count
         target = self._target(self.pipeline.quarantine, batch)
         merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
-        merge.write(self.spark.createDataFrame(rows, frame.schema), target, "append")
+        merge.write(frame, target, "append")
         log.warning(
-            "%d event(s) of tick %d quarantined in %s", len(rows), batch.tick_id, target.location
+            "%d event(s) of tick %d quarantined in %s", count, batch.tick_id, target.location
         )
-        return len(rows)
+        return count
 
     # ------------------------------------------------------------------ runs
 

@@ -82,6 +82,13 @@ class WrongIsolation(QueueError):
     sqlstate = "QC012"
 
 
+class NotConsumerRole(QueueError):
+    """The session may not act for this consumer: it belongs to another role (the one that
+    registered it), and the session's login role is neither a member of it nor of cdc_admin."""
+
+    sqlstate = "QC014"
+
+
 class NoPrimaryKey(QueueError):
     """The table to capture has no primary key and no --pkey was given."""
 
@@ -106,6 +113,21 @@ class CaptureBroken(QueueError):
     """A change to a captured table would break its capture options (the DDL is refused)."""
 
     sqlstate = "QC024"
+
+
+class NotTableOwner(QueueError):
+    """Capture asked (attach, detach, capture_sql) by a session whose login role is not a
+    member of the role that owns the table."""
+
+    sqlstate = "QC025"
+
+
+class ExpressionRefused(QueueError):
+    """An option expression (when, extra1..4, ev_type) given to cdc.attach is not one plain
+    expression over the row, or calls a function, operator or type outside what capture
+    allows (see the capture security notes in README.md)."""
+
+    sqlstate = "QC026"
 
 
 class InvalidExpression(ConfigError):

@@ -1,11 +1,8 @@
-"""Folding one table's decoded events per key, and writing them to Delta exactly once.
+"""Writing one table's folded events to Delta exactly once.
 
-Fold (mirror mode), in ev_id order per primary key:
-- events before the batch's last TRUNCATE do not count, and the TRUNCATE empties the target;
-- the last INSERT or DELETE of a key resets it: what came before does not count;
-- from there, each column takes its last present value (sql-format UPDATEs carry only the
-  changed columns, so they merge column-wise onto the earlier state, in the batch or in Delta);
-- the last event decides: DELETE deletes, anything else upserts.
+The fold (one action per key: upsert, delete, or update-if-present) and its rules are in
+cdc.fold; the MERGE here applies it, with a literal key range that prunes files. A batch with
+a TRUNCATE of the table overwrites the target with what follows the TRUNCATE.
 
 Every write carries Delta's idempotent-write marks, appId = queue/consumer/target and
 version = the batch's tick id: a rerun of a batch after a crash skips what was committed.
@@ -13,9 +10,8 @@ version = the batch's tick id: a rerun of a batch after a crash skips what was c
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +21,8 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 
-from cdc.decode import meta, present, quote, value
+from cdc import fold
+from cdc.decode import meta, quote, value
 from cdc.errors import ConfigError
 from cdc.pgtypes import Column
 
@@ -143,57 +140,33 @@ def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFram
     return rows.where(F.col(meta("ev_id")) > truncate_ev_id)
 
 
-def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
-    """One row per key: its key values, __op (D or U), __reset, and per column its value
-    (``value(i)``) and whether the batch sets it (``__has<i>``).
-
-    One aggregation, no window: per key the last INSERT or DELETE (the reset), and per column
-    its last present value with that event's id; a value from before the reset does not
-    count."""
-    keys = [value(i) for i, c in enumerate(columns) if c.is_key]
-    op, ev_id = F.col(meta("op")), F.col(meta("ev_id"))
-    reset_at = F.max(F.when(op.isin("I", "D"), ev_id))
-    aggs = [F.max_by(op, ev_id).alias("__op"), reset_at.alias("__reset_at")]
-    for i, c in enumerate(columns):
-        if c.is_key:
-            continue
-        when_present = F.when(F.col(present(i)), ev_id)
-        aggs.append(F.max_by(F.col(value(i)), when_present).alias(f"__last{i}"))
-        aggs.append(F.max(when_present).alias(f"__at{i}"))
-    grouped = rows.groupBy(*keys).agg(*aggs)
-    out = [F.col(k) for k in keys]
-    out += [F.col("__op"), F.col("__reset_at").isNotNull().alias("__reset")]
-    for i, c in enumerate(columns):
-        if c.is_key:
-            continue
-        at, reset = F.col(f"__at{i}"), F.col("__reset_at")
-        has = at.isNotNull() & (reset.isNull() | (at >= reset))
-        out += [F.when(has, F.col(f"__last{i}")).alias(value(i)), has.alias(f"__has{i}")]
-    return grouped.select(*out)
-
-
-def _literal(value: object) -> str | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | decimal.Decimal):
-        return str(value)
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return f"date'{value.isoformat()}'"
+def _literal(text: str, spark_type: str) -> str | None:
+    """A first-key bound (as text, see decode.Facts) as a Spark SQL literal of its type."""
+    if spark_type in ("short", "int", "long"):
+        return text if re.fullmatch(r"-?\d+", text) else None
+    quoted = "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if spark_type == "string":
+        return quoted
+    if spark_type == "date":
+        return f"cast({quoted} as date)"  # years past 9999 and before 1 too
     return None
 
 
-def _pruning(columns: list[Column], key_range: tuple[object, object] | None) -> str:
+def _pruning(columns: list[Column], key_range: tuple[str, str] | None) -> str:
     """A literal range on the first key column, so that the MERGE reads only the files whose
-    statistics overlap the batch's keys."""
+    statistics overlap the batch's keys. A numeric key kept as text matches any text of the
+    same number (``1.0``, ``1.00``): every such text lies between the lowest normalised key
+    and the highest normalised key followed by "1" (fold.numeric_text_range)."""
     first = next(c for c in columns if c.is_key)
     if key_range is None or first.spark_type not in PRUNABLE:
         return ""
-    low, high = (_literal(v) for v in key_range)
-    if low is None or high is None:
+    low, high = key_range
+    if fold.is_numeric_text(first):
+        low, high = fold.numeric_text_range(low, high)
+    low_sql, high_sql = _literal(low, first.spark_type), _literal(high, first.spark_type)
+    if low_sql is None or high_sql is None:
         return ""
-    return f" and t.{quote(first.name)} between {low} and {high}"
+    return f" and t.{quote(first.name)} between {low_sql} and {high_sql}"
 
 
 def apply_mirror(
@@ -202,7 +175,7 @@ def apply_mirror(
     rows: DataFrame,
     columns: list[Column],
     truncate_ev_id: int | None = None,
-    key_range: tuple[object, object] | None = None,
+    key_range: tuple[str, str] | None = None,
     timings: dict[str, float] | None = None,
 ) -> None:
     """Folds the table's events and MERGEs them into the target, or, when the batch holds a
@@ -217,32 +190,25 @@ def apply_mirror(
     timings = timings if timings is not None else {}
     schema = ensure_target(spark, target, columns, "mirror")
     started = time.monotonic()
-    folded = fold(after_last_truncate(rows, truncate_ev_id), columns)
+    folded = fold.fold(after_last_truncate(rows, truncate_ev_id), columns)
     with idempotent(spark, target):
         if truncate_ev_id is not None:
-            kept = folded.where(F.col("__op") != "D").select(
+            kept = folded.where(F.col("__action") == fold.UPSERT).select(
                 *[F.col(value(i)).cast(t).alias(n) for i, (n, t) in enumerate(schema)]
             )
             write(kept, target, "overwrite")
         else:
             folded.createOrReplaceTempView("cdc_batch_source")
-            on = " and ".join(
-                f"t.{quote(c.name)} = s.{value(i)}" for i, c in enumerate(columns) if c.is_key
-            )
-            on += _pruning(columns, key_range)
-            sets = ", ".join(
-                f"{quote(c.name)} = case when s.__reset or s.__has{i}"
-                f" then s.{value(i)} else t.{quote(c.name)} end"
-                for i, c in enumerate(columns)
-                if not c.is_key
-            )
+            on = fold.merge_condition(columns) + _pruning(columns, key_range)
+            sets = fold.merge_sets(columns)
             names = ", ".join(quote(n) for n, _ in schema)
             values = ", ".join(f"s.{value(i)}" for i in range(len(schema)))
             spark.sql(
                 f"merge into {target.sql_name} t using cdc_batch_source s on {on}"
-                " when matched and s.__op = 'D' then delete"
+                f" when matched and s.__action = '{fold.DELETE}' then delete"
                 + (f" when matched then update set {sets}" if sets else "")
-                + f" when not matched and s.__op <> 'D' then insert ({names}) values ({values})"
+                + f" when not matched and s.__action = '{fold.UPSERT}'"
+                f" then insert ({names}) values ({values})"
             )
     add_time(timings, "fold+merge", started)
 

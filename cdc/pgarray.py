@@ -4,18 +4,17 @@ from __future__ import annotations
 
 
 class ArrayLiteralError(ValueError):
-    """Not a one-dimensional array literal."""
+    """Not a one-dimensional array literal with the default lower bound."""
 
 
 def parse(text: str) -> list[str | None]:
     """The elements of a one-dimensional array literal as text; unquoted NULL is None.
 
-    A lower-bound decoration (``[0:1]={1,2}``) is skipped; nested arrays are refused.
+    Refused (a Spark array could not hold them): explicit bounds (``[0:1]={1,2}``: PostgreSQL
+    writes them only when a lower bound is not 1) and nested (multi-dimensional) arrays.
     """
     if text.startswith("["):
-        _, sep, text = text.partition("=")
-        if not sep:
-            raise ArrayLiteralError("an array with bounds has '=' before '{'")
+        raise ArrayLiteralError(f"an array with explicit bounds: {text[:40]!r}")
     if len(text) < 2 or text[0] != "{" or text[-1] != "}":
         raise ArrayLiteralError(f"not an array literal: {text[:40]!r}")
     body = text[1:-1]

@@ -11,20 +11,26 @@
 | timestamp | timestamp_ntz |
 | timestamptz | timestamp (an instant, shown in the session time zone) |
 | bytea | binary |
-| arrays of the above | arrays |
+| arrays of the above | arrays (one-dimensional, lower bound 1; others are quarantined) |
 | anything else: text, varchar, json, jsonb, uuid, enum, inet, time, interval ... | string |
 
-Domains are mapped as their base type.
+Domains are mapped as their base type. box[] stays its text (box elements are separated by
+';', and box is a string anyway).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
 from cdc import sqlfiles
 from cdc.errors import ConfigError
+
+log = logging.getLogger("cdc.pgtypes")
+_warned: set[tuple[str, str]] = set()  # tables whose registry warning was logged
 
 COLUMNS_SQL = """
 select a.attname, a.attnum,
@@ -55,6 +61,10 @@ _SCALAR = {
 }
 
 
+# element types whose array literal separates elements with ';' (pg_type.typdelim)
+SEMICOLON_DELIMITED = frozenset({"box"})
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -66,6 +76,8 @@ class Column:
 def spark_type(pg_type: str, typmod: int) -> str:
     """The Spark SQL type for a PostgreSQL base type name (regtype text) and typmod."""
     if pg_type.endswith("[]"):
+        if pg_type[:-2] in SEMICOLON_DELIMITED:
+            return "string"  # the array's text: its elements are not separated by commas
         return f"array<{spark_type(pg_type[:-2], typmod)}>"
     if pg_type == "numeric":
         if typmod >= 4:
@@ -79,17 +91,30 @@ def spark_type(pg_type: str, typmod: int) -> str:
 
 
 def keyed_columns(
-    conn: psycopg.Connection, schema: str, table: str, queue: str | None = None
+    conn: psycopg.Connection,
+    schema: str,
+    table: str,
+    queue: str | None = None,
+    *,
+    registry_required: bool = False,
 ) -> list[Column]:
     """columns(), for a table the drain can fold: it must exist and have a key. The key is
     the primary key; without one, the pkey= columns it is captured with into queue (cdc
-    attach --pkey), provided they are NOT NULL and unique (a unique index within them)."""
+    attach --pkey), provided they are NOT NULL and unique (a unique index within them).
+
+    Columns its capture into queue ignores (cdc attach --ignore) are left out: they are
+    neither copied, nor compared, nor created in Delta. registry_required: ConfigError when
+    this role cannot read the capture registry (snapshot and verify, which would otherwise
+    copy or compare ignored columns); without it such a role gets every column."""
     cols = columns(conn, schema, table)
     if not cols:
         raise ConfigError(f"source table {schema}.{table} does not exist in the source database")
+    options = capture_options(conn, schema, table, queue, registry_required) if queue else None
+    ignored = set((options or {}).get("ignore") or ())
+    cols = [c for c in cols if c.name not in ignored]
     if any(c.is_key for c in cols):
         return cols
-    pkey = _capture_pkey(conn, schema, table, queue) if queue else None
+    pkey = list((options or {}).get("pkey") or ()) or None
     if not pkey:
         raise ConfigError(
             f"source table {schema}.{table} has no primary key: the drain folds events by key."
@@ -108,16 +133,34 @@ def keyed_columns(
     return [Column(c.name, c.pg_type, c.spark_type, c.name in pkey) for c in cols]
 
 
-def _capture_pkey(
-    conn: psycopg.Connection, schema: str, table: str, queue: str
-) -> list[str] | None:
-    """The pkey= columns of the table's capture into queue (None when it has none)."""
-    readable = conn.execute(sqlfiles.query("capture_readable")).fetchone()
-    if not readable or not readable[0]:
+def capture_options(
+    conn: psycopg.Connection, schema: str, table: str, queue: str, required: bool = False
+) -> dict[str, Any] | None:
+    """The options (ignore, pkey, ...) the table is captured with into queue, from the
+    capture registry: None when it is not captured there, or when this role may read
+    neither cdc.capture nor cdc.get_capture_info() (ConfigError instead when required)."""
+    table_ok, info_ok = conn.execute(sqlfiles.query("capture_access")).fetchone()
+    if not table_ok and not info_ok:
+        if required:
+            raise ConfigError(
+                f"cannot read the capture registry (cdc.get_capture_info()) as role"
+                f" {conn.info.parameter_status('session_authorization') or '?'}: it tells"
+                f" which columns of {schema}.{table} its capture ignores (cdc attach"
+                " --ignore), which must not be copied or compared; run this as a member of"
+                " cdc_admin"
+            )
+        if (schema, table) not in _warned:
+            _warned.add((schema, table))
+            log.warning(
+                "cannot read the capture registry: columns of %s.%s its capture ignores, if any,"
+                " are created in Delta (and stay empty)",
+                schema, table,
+            )  # fmt: skip
         return None
+    name = "capture_options_table" if table_ok else "capture_options_info"
     args = {"schema": schema, "table": table, "queue": queue}
-    row = conn.execute(sqlfiles.query("capture_pkey"), args).fetchone()
-    return list(row[0]) if row and row[0] else None
+    row = conn.execute(sqlfiles.query(name), args).fetchone()
+    return dict(row[0]) if row and row[0] else None
 
 
 def columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:

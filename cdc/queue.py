@@ -244,7 +244,8 @@ class Consumer:
         self.work_mem = work_mem
 
     def register(self) -> bool:
-        """Subscribe at the queue's latest tick; False if registered already."""
+        """Subscribe at the queue's latest tick; False if registered already. The consumer
+        belongs to the session's role: other roles (but cdc_admin) get NotConsumerRole."""
         return _call(self.conn, "register_consumer", queue=self.queue, consumer=self.name) == 1
 
     def register_at(self, tick_id: int) -> bool:
@@ -263,6 +264,11 @@ class Consumer:
     def unregister(self) -> None:
         """Remove the subscription and its pending retries."""
         _call(self.conn, "unregister_consumer", queue=self.queue, consumer=self.name)
+
+    def set_owner(self, role: str | None) -> None:
+        """Give the consumer to ``role`` (exact name; None: cdc_admin members only). Only its
+        members and cdc_admin members may then act for it (an administrator's call)."""
+        _call(self.conn, "set_consumer_owner", queue=self.queue, consumer=self.name, role=role)
 
     def next_batch(
         self,

@@ -171,7 +171,9 @@ class Snapshot:
             reader.read_only = True
             snapshot_id = reader.execute("select pg_export_snapshot()").fetchone()[0]
             reader.execute(TEXT_SETTINGS)
-            columns = pgtypes.keyed_columns(reader, table.schema, table.name, src.capture_queue)
+            columns = pgtypes.keyed_columns(
+                reader, table.schema, table.name, src.capture_queue, registry_required=True
+            )
             query = sql.SQL("select count(*) from {}.{}").format(
                 sql.Identifier(table.schema), sql.Identifier(table.name)
             )

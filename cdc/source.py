@@ -12,7 +12,7 @@ import io
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +23,7 @@ import pyarrow.csv as pacsv
 from psycopg import sql
 
 from cdc import errors
-from cdc.config import Source
+from cdc.config import Source, TableMap
 
 log = logging.getLogger("cdc.source")
 
@@ -45,6 +45,7 @@ EVENT_SCHEMA = pa.schema(
 # ev_time comes as UTC without an offset, which Arrow's parser reads as is
 _CSV_SCHEMA = EVENT_SCHEMA.set(1, pa.field("ev_time", pa.timestamp("us")))
 CSV_BLOCK = 16 << 20  # bytes of CSV parsed at a time
+MAX_CSV_BLOCK = (1 << 31) - 1  # Arrow's largest block: holds a 1 GB value, quoted
 
 
 class _CopyStream(io.RawIOBase):
@@ -189,12 +190,51 @@ class QueueSource:
     def events(self, batch: BatchRef) -> Iterator[pa.RecordBatch]:
         """The batch's events in ev_id order as Arrow record batches, read with COPY in CSV
         form and parsed by Arrow's CSV reader as the bytes arrive: one pass, memory bounded
-        by the reader's block, no Python object per value."""
+        by the reader's block, no Python object per value.
+
+        A row larger than the block (a value of tens of MB; PostgreSQL allows 1 GB) cannot be
+        parsed in it: the read goes on after the last event already returned, with a block
+        that holds that row (its size asked from the server)."""
+        block = CSV_BLOCK
+        after: int | None = None  # the ev_id of the last event returned
+        while True:
+            try:
+                for record_batch in self._copy_events(batch, block, after):
+                    after = record_batch.column("ev_id")[-1].as_py()
+                    yield record_batch
+                return
+            except pa.ArrowInvalid as exc:
+                if "straddl" not in str(exc) or block >= MAX_CSV_BLOCK:
+                    raise
+                block = self._block_for_next_row(batch, after, block)
+                log.info("batch %d: a large event, read on in blocks of %d MB",
+                         batch.batch_id, block >> 20)  # fmt: skip
+
+    def _block_for_next_row(self, batch: BatchRef, after: int | None, block: int) -> int:
+        """A CSV block that holds the largest of the remaining rows (quoting may double a
+        value's bytes), at least twice the last block."""
+        query = sql.SQL(
+            "select max(coalesce(octet_length(ev_type), 0) + coalesce(octet_length(ev_data), 0)"
+            " + coalesce(octet_length(ev_extra1), 0) + coalesce(octet_length(ev_extra2), 0)"
+            " + coalesce(octet_length(ev_extra3), 0) + coalesce(octet_length(ev_extra4), 0))"
+            " from {}.get_batch_events({}) where ev_id > {}"
+        ).format(self.schema, sql.Literal(batch.batch_id), sql.Literal(after or -1))
+        try:
+            largest = self.conn.execute(query).fetchone()[0] or 0
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        return min(max(2 * block, 2 * int(largest) + (1 << 20)), MAX_CSV_BLOCK)
+
+    def _copy_events(
+        self, batch: BatchRef, block: int, after: int | None
+    ) -> Iterator[pa.RecordBatch]:
         query = sql.SQL(
             "copy (select ev_id, ev_time at time zone 'UTC', ev_txid::bigint, ev_retry, ev_type,"
             " ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4 from {}.get_batch_events({})"
-            " order by ev_id) to stdout with (format csv)"
-        ).format(self.schema, sql.Literal(batch.batch_id))
+            " where ev_id > {} order by ev_id) to stdout with (format csv)"
+        ).format(
+            self.schema, sql.Literal(batch.batch_id), sql.Literal(-1 if after is None else after)
+        )
         try:
             with self.conn.cursor() as cur, cur.copy(query) as copy:
                 stream = _CopyStream(copy)
@@ -203,7 +243,7 @@ class QueueSource:
                 reader = pacsv.open_csv(
                     stream,
                     read_options=pacsv.ReadOptions(
-                        column_names=EVENT_SCHEMA.names, block_size=CSV_BLOCK
+                        column_names=EVENT_SCHEMA.names, block_size=block
                     ),
                     # values may hold newlines (inside quotes)
                     parse_options=pacsv.ParseOptions(newlines_in_values=True),
@@ -300,3 +340,119 @@ def jdbc_table(schema: str, batch: BatchRef, lo: int | None, hi: int | None) -> 
         or "true"
     )
     return f"(select {cols} from {schema}.get_batch_events({batch.batch_id}) where {cond}) e"
+
+
+@dataclass(frozen=True)
+class TableNames:
+    """How the events of a batch name the configured tables, when some were renamed."""
+
+    events: dict[str, str]  # an event's table name (ev_extra1) -> the configured source
+    current: dict[str, tuple[str, str]]  # configured source -> its (schema, table) now, renamed
+
+    def names_of(self, source: str) -> list[str]:
+        """Every event table name that stands for this configured source."""
+        return sorted(name for name, to in self.events.items() if to == source)
+
+
+def _unquoted(name: str) -> str:
+    """A schema.table name as the events write it (unquoted), from a quoted or bare form."""
+    from cdc.config import parse_table_name
+
+    try:
+        schema, table = parse_table_name(name)
+    except ValueError:
+        return name
+    return f"{schema}.{table}"
+
+
+def capture_aliases(conn: psycopg.Connection, cfg: Source) -> dict[tuple[str, str], set[str]]:
+    """The earlier names of captured tables (schema.table unquoted, as events write them),
+    by their current (schema, table): from ``cdc.get_capture_aliases()``. Empty for a PgQ
+    queue, an engine without that function, or a role that may not call it."""
+    if cfg.queue_schema != "cdc":
+        return {}
+    query = (
+        "select n.nspname, c.relname, a.alias from cdc.get_capture_aliases() a"
+        " join pg_class c on c.oid = a.table_oid join pg_namespace n on n.oid = c.relnamespace"
+    )
+    try:
+        with conn.transaction():
+            rows = conn.execute(query).fetchall()
+    except (psycopg.errors.UndefinedFunction, psycopg.errors.InsufficientPrivilege):
+        return {}
+    found: dict[tuple[str, str], set[str]] = {}
+    for schema, table, alias in rows:
+        current = f"{schema}.{table}"
+        if alias and alias != current:
+            found.setdefault((schema, table), set()).update({alias, _unquoted(alias)} - {current})
+    return found
+
+
+def _exists(conn: psycopg.Connection, schema: str, table: str) -> bool:
+    query = (
+        "select exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+        " where n.nspname = %s and c.relname = %s)"
+    )
+    return bool(conn.execute(query, (schema, table)).fetchone()[0])
+
+
+def table_names(conn: psycopg.Connection, cfg: Source, tables: Iterable[TableMap]) -> TableNames:
+    """Routes a renamed table's events: events carrying an earlier name of a configured table
+    go to it; a configured name that is now an earlier name of another table (renamed, and no
+    table took the old name) stands for that table, with a warning to update the config."""
+    aliases = capture_aliases(conn, cfg)
+    sources = {t.source: t for t in tables}
+    events = {source: source for source in sources}
+    current: dict[str, tuple[str, str]] = {}
+    for source, table in sources.items():
+        names = set(aliases.get((table.schema, table.name), ()))
+        if not names:
+            renamed = [now for now, old in aliases.items() if source in old]
+            if len(renamed) == 1 and not _exists(conn, table.schema, table.name):
+                current[source] = now = renamed[0]
+                names = {f"{now[0]}.{now[1]}", *aliases[now]}
+                log.warning(
+                    "table %s was renamed to %s.%s: its events are applied to the target(s)"
+                    " of %s; update the configuration's source to the new name",
+                    source, now[0], now[1], source,
+                )  # fmt: skip
+        for name in names:
+            events.setdefault(name, source)  # a configured name stays its own table
+    return TableNames(events, current)
+
+
+def incarnation(conn: psycopg.Connection, cfg: Source) -> int | None:
+    """Which incarnation of the queue this is: the OID of its event sequence, new whenever a
+    queue of that name is created again (and its tick ids start again at 1). None when the
+    engine cannot tell (a cdc install older than ``cdc.get_queue_incarnation``, read by a role
+    that may not read ``cdc.queue``)."""
+    schema = sql.Identifier(cfg.queue_schema)
+    direct = sql.SQL(
+        "select queue_event_seq::regclass::oid::bigint from {}.queue where queue_name = %s"
+    ).format(schema)
+    queries = [direct]
+    if cfg.queue_schema == "cdc":
+        queries.insert(0, sql.SQL("select cdc.get_queue_incarnation(%s)"))
+    for query in queries:
+        try:
+            with conn.transaction():
+                row = conn.execute(query, (cfg.queue,)).fetchone()
+        except (psycopg.errors.UndefinedFunction, psycopg.errors.InsufficientPrivilege):
+            continue
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        return None if row is None or row[0] is None else int(row[0])
+    return None
+
+
+def app_id(cfg: Source, incarnation_id: int | None, target: str) -> str:
+    """The Delta idempotent-write appId of a target: queue (and its incarnation), consumer
+    and target. Without an incarnation, the id of earlier versions."""
+    if incarnation_id is None:
+        return legacy_app_id(cfg, target)
+    return f"{cfg.queue}@{incarnation_id}/{cfg.consumer}/{target}"
+
+
+def legacy_app_id(cfg: Source, target: str) -> str:
+    """The appId written before queue incarnations were part of it."""
+    return f"{cfg.queue}/{cfg.consumer}/{target}"

@@ -30,6 +30,11 @@ DELTA_CONF = {
     # new tables get deletion vectors: a MERGE that deletes or updates a few rows marks
     # them instead of rewriting whole files
     "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
+    # timestamps as Parquet INT64 microseconds, not INT96 (Spark's default), which other
+    # readers (delta-rs, DuckDB) misread outside 1677-2262; dates and timestamps written in
+    # the proleptic Gregorian calendar as they are (PostgreSQL's calendar), never rebased
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
 }
 
 LOCAL_CONF = {

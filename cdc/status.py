@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from cdc import failing, source
 from cdc.config import Pipeline
 
 STALL_MIN = 30.0  # seconds
@@ -67,6 +68,9 @@ class TableState:
     rows: int | None = None
     quarantined: int = 0
     dead_letters: int | None = None
+    failing: bool = False  # its events go to the quarantine until `cdc resync`
+    failing_reason: str | None = None
+    failing_since_tick: int | None = None
 
 
 @dataclass
@@ -75,6 +79,10 @@ class Status:
     consumer: ConsumerState
     tables: list[TableState] = field(default_factory=list)
     quarantined_other: int = 0  # quarantined events of tables not in the configuration
+
+    @property
+    def failing(self) -> list[TableState]:
+        return [t for t in self.tables if t.failing]
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,7 +181,9 @@ def collect(pipeline: Pipeline) -> Status:
     with psycopg.connect(src.dsn, autocommit=True) as conn:
         queue = queue_state(conn, src.queue_schema, src.queue)
         consumer = _consumer_state(conn, src.queue_schema, src.queue, src.consumer)
+        incarnation = source.incarnation(conn, src)
     quarantined = _quarantine_counts(pipeline.location(pipeline.quarantine))
+    marks = failing.read_local(pipeline.location(pipeline.failing_table))
     status = Status(queue, consumer)
     for t in pipeline.tables:
         location = pipeline.location(t.target)
@@ -181,11 +191,18 @@ def collect(pipeline: Pipeline) -> Status:
         state = TableState(t.source, t.target, t.mode, location, exists=table is not None)
         if table is not None:
             state.delta_version = table.version()
-            state.last_tick = table.transaction_version(f"{src.queue}/{src.consumer}/{t.target}")
+            state.last_tick = table.transaction_version(source.app_id(src, incarnation, t.target))
+            if state.last_tick is None and incarnation is not None:  # drained before upgrade
+                state.last_tick = table.transaction_version(source.legacy_app_id(src, t.target))
             state.rows = table.count()
         state.quarantined = quarantined.get(t.source, 0)
         if consumer.dead_letters is not None:
             state.dead_letters = consumer.dead_by_table.get(t.source, 0)
+        mark = marks.get(t.target)
+        if mark is not None:
+            state.failing = True
+            state.failing_reason = mark.reason
+            state.failing_since_tick = mark.tick_id
         status.tables.append(state)
     known = {t.source for t in pipeline.tables}
     status.quarantined_other = sum(n for k, n in quarantined.items() if k not in known)
@@ -217,12 +234,15 @@ def render(status: Status) -> str:
             f" pending event(s), last tick {_fmt(c.last_tick)}, batch {_fmt(c.current_batch)},"
             f" seen {_fmt(c.last_seen_s, ' s')} ago, dead letters {_fmt(c.dead_letters)}"
         )
-    header = ("source", "target", "mode", "last tick", "version", "rows", "quarantined", "dead")
+    header = (
+        "source", "target", "mode", "state", "last tick", "version", "rows", "quarantined", "dead"
+    )  # fmt: skip
     rows = [
         (
             t.source,
             t.target,
             t.mode,
+            "FAILING" if t.failing else "ok",
             _fmt(t.last_tick),
             _fmt(t.delta_version),
             _fmt(t.rows) if t.exists else "(no table yet)",
@@ -236,6 +256,11 @@ def render(status: Status) -> str:
         lines.append("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)))
     if status.quarantined_other:
         lines.append(f"quarantined events of tables not configured: {status.quarantined_other:,}")
+    for t in status.failing:
+        lines.append(
+            f"FAILING {t.target} since tick {_fmt(t.failing_since_tick)}: {t.failing_reason}"
+            f" (its events go to the quarantine; fix the cause, then `cdc resync {t.source}`)"
+        )
     return "\n".join(lines)
 
 
@@ -285,6 +310,11 @@ def metrics(status: Status) -> Iterator[Metric]:
         "cdc_table_quarantined_events", "Quarantined events of the table", labels=["target"]
     )
     dead = GaugeMetricFamily("cdc_table_dead_letters", "Dead letters", labels=["target"])
+    failed = GaugeMetricFamily(
+        "cdc_table_failing",
+        "1 when the table is failing (its events go to the quarantine until cdc resync)",
+        labels=["target"],
+    )
     for t in status.tables:
         for family, value in ((version, t.delta_version), (applied, t.last_tick), (rows, t.rows)):
             if value is not None:
@@ -292,7 +322,8 @@ def metrics(status: Status) -> Iterator[Metric]:
         bad.add_metric([t.target], float(t.quarantined))
         if t.dead_letters is not None:
             dead.add_metric([t.target], float(t.dead_letters))
-    yield from (version, applied, rows, bad, dead)
+        failed.add_metric([t.target], float(t.failing))
+    yield from (version, applied, rows, bad, dead, failed)
 
 
 def registry(pipeline: Pipeline) -> CollectorRegistry:

@@ -107,8 +107,7 @@ class Verifier:
         with psycopg.connect(src.dsn) as locker:
             locker.execute(sql.SQL("set local lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
             try:
-                for table in sorted({m.source for m in maps}):
-                    schema, name = table.split(".", 1)
+                for schema, name in sorted({(m.schema, m.name) for m in maps}):
                     locker.execute(
                         sql.SQL("lock table {}.{} in share mode").format(
                             sql.Identifier(schema), sql.Identifier(name)
@@ -175,7 +174,7 @@ class Verifier:
         self, snapshot: psycopg.Connection, m: TableMap, tick_id: int, version: int
     ) -> Verdict:
         queue = self.pipeline.source.capture_queue
-        cols = pgtypes.keyed_columns(snapshot, m.schema, m.name, queue)
+        cols = pgtypes.keyed_columns(snapshot, m.schema, m.name, queue, registry_required=True)
         verdict = Verdict(m.source, m.target, tick_id, version)
         verdict.source_rows, verdict.source_hash = _summary(self._source_rows(snapshot, m, cols))
         verdict.delta_rows, verdict.delta_hash = _summary(self._delta_rows(m, cols, version))

@@ -112,3 +112,27 @@ def _run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ClusterError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+
+
+def restart(dsn: str, bindir: Path) -> None:
+    """Restart (fast mode) a cluster that ``cluster()`` started, from its DSN: the data folder
+    sits beside the socket folder the DSN names. Open connections are cut, as in a real
+    restart."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    base = Path(str(conninfo_to_dict(dsn)["host"]))
+    run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    _run(
+        [
+            *run_as,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(base / "data"),
+            "-l",
+            str(base / "log"),
+            "-m",
+            "fast",
+            "-w",
+            "restart",
+        ]
+    )

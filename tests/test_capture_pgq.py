@@ -5,6 +5,12 @@ database A PgQ's ``pgq.jsontriga`` / ``logutriga`` / ``sqltriga`` capture into q
 database B ``capture.attach`` does. The same random DML runs in both, and every event field
 (ev_type, ev_data, ev_extra1..4) must be equal, in order. Statement outcomes (error or row
 count) and the final table contents must be equal too.
+
+PgQ writes values as the writer's session formats them; our capture pins the settings that
+change value text (DateStyle, IntervalStyle, extra_float_digits, bytea_output, TimeZone) to
+PostgreSQL's defaults with TimeZone UTC. So the PgQ side always runs under those defaults and
+our side under the session settings each test chooses, hostile ones included: equal events
+mean our payload does not depend on the writer's session.
 """
 
 from __future__ import annotations
@@ -37,6 +43,40 @@ EVENT_COLS = ("ev_type", "ev_data", "ev_extra1", "ev_extra2", "ev_extra3", "ev_e
 
 TABLE = 's."T x"'
 COMP = 's."Comp"'
+NESTED = 's."N"'
+
+# The settings our capture functions pin (cdc._cap_settings): PostgreSQL's defaults, UTC.
+PGQ_DEFAULTS = {
+    "DateStyle": "ISO, MDY",
+    "IntervalStyle": "postgres",
+    "extra_float_digits": "1",
+    "bytea_output": "hex",
+    "TimeZone": "UTC",
+}
+# Writer sessions that format values differently in every way they can.
+HOSTILE_SETTINGS = {
+    "sql_dmy": {
+        "DateStyle": "SQL, DMY",
+        "IntervalStyle": "sql_standard",
+        "extra_float_digits": "0",
+        "bytea_output": "escape",
+        "TimeZone": "Asia/Kathmandu",
+    },
+    "german": {
+        "DateStyle": "German",
+        "IntervalStyle": "iso_8601",
+        "extra_float_digits": "-15",
+        "bytea_output": "escape",
+        "TimeZone": "America/St_Johns",
+    },
+    "postgres_verbose": {
+        "DateStyle": "Postgres, DMY",
+        "IntervalStyle": "postgres_verbose",
+        "extra_float_digits": "3",
+        "bytea_output": "hex",
+        "TimeZone": "Pacific/Chatham",
+    },
+}
 
 SCHEMA_DDL = """
 create schema s;
@@ -73,6 +113,30 @@ create table s."T x" (
     ip inet
 );
 create table s."Comp" (x text, b int, a int, v text, primary key (a, b));
+create type s.pair as (x float8, d date);
+create domain s.dpair as s.pair;
+create type s.rich as (f float8, f4 float4, d date, ts timestamp, tstz timestamptz,
+                       iv interval, b bytea);
+create table s."N" (
+    id int primary key,
+    f8 float8,
+    f4 float4,
+    fa float8[],
+    f4a float4[],
+    da date[],
+    tsa timestamp[],
+    tza timestamptz[],
+    iva interval[],
+    baa bytea[],
+    cp s.pair,
+    dp s.dpair,
+    rc s.rich,
+    rca s.rich[],
+    tr tstzrange,
+    dr daterange,
+    pt point,
+    ba bytea
+);
 """
 
 # Non-key columns of s."T x" (name, SQL type) in attnum order.
@@ -190,23 +254,29 @@ class Pair:
     pgq_event_table: str
 
 
+def _set(conn: psycopg.Connection, settings: dict[str, str]) -> None:
+    for name, value in settings.items():
+        conn.execute("select pg_catalog.set_config(%s, %s, false)", (name, value))
+
+
 @pytest.fixture
-def pair_factory(pgq_admin_dsn: str) -> Iterator[Callable[[str], Pair]]:
-    """Opens fresh clones of both templates with the given session TimeZone."""
+def pair_factory(pgq_admin_dsn: str) -> Iterator[Callable[..., Pair]]:
+    """Opens fresh clones of both templates: PgQ's under PgQ_DEFAULTS, ours under those
+    changed by the given session settings."""
     names: list[str] = []
     conns: list[psycopg.Connection] = []
 
-    def _make(timezone: str) -> Pair:
+    def _make(settings: dict[str, str] | None = None) -> Pair:
         tag = uuid.uuid4().hex[:10]
         dsns = []
         for tpl in (TPL_PGQ, TPL_CDC):
             name = f"{tpl}_{tag}"
             names.append(name)
             dsns.append(_create_db(pgq_admin_dsn, name, template=tpl))
-        a, b = (
-            psycopg.connect(d, autocommit=True, options=f"-c TimeZone={timezone}") for d in dsns
-        )
+        a, b = (psycopg.connect(d, autocommit=True) for d in dsns)
         conns.extend((a, b))
+        _set(a, PGQ_DEFAULTS)
+        _set(b, PGQ_DEFAULTS | (settings or {}))
         qid = a.execute("select queue_id from pgq.queue where queue_name = 'q'").fetchone()
         assert qid is not None
         return Pair(a, b, f"pgq.event_{qid[0]}")
@@ -404,7 +474,7 @@ def _rand_value(rng: random.Random, typ: str) -> str:
                 "-infinity",
                 "1850-01-01 00:00:00+00",
                 f"{_rand_date(rng)} {_rand_time(rng)}"
-                + rng.choice(["+00", "-03:30", "+05:45", ""]),
+                + rng.choice(["+00", "-03:30", "+05:45", "+14"]),
             ]
         )
     elif typ == "interval":
@@ -413,7 +483,7 @@ def _rand_value(rng: random.Random, typ: str) -> str:
                 "1 year 2 mons 3 days 04:05:06.7",
                 "-1 mons +1 day -00:00:01",
                 "0",
-                f"{rng.randint(-99, 99)} days {rng.randint(0, 9999)} seconds",
+                f"{rng.randint(-99, 99)} days +{rng.randint(0, 9999)} seconds",
             ]
         )
     elif typ == "bytea":
@@ -615,9 +685,9 @@ OPTION_PARAMS = [pytest.param(o, id=o.name) for o in OPTION_SETS]
 
 @pytest.mark.parametrize("opts", OPTION_PARAMS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_events_match_pgq(pair_factory: Callable[[str], Pair], fmt: str, opts: OptionSet) -> None:
+def test_events_match_pgq(pair_factory: Callable[..., Pair], fmt: str, opts: OptionSet) -> None:
     """Random DML on an all-types table gives PgQ's events, field by field, in order."""
-    pair = pair_factory("America/New_York")
+    pair = pair_factory({"TimeZone": "America/New_York"})
     seed = 1000 + FORMATS.index(fmt) * 100 + OPTION_SETS.index(opts)
     pre = [
         f"insert into {TABLE} (id, i4, t, u, i8) values (1001, 5, 'pre', "
@@ -641,11 +711,17 @@ def test_events_match_pgq(pair_factory: Callable[[str], Pair], fmt: str, opts: O
         assert events
 
 
-@pytest.mark.parametrize("timezone", ["Asia/Kolkata", "UTC"])
+SESSIONS = {"defaults": {}, "kolkata": {"TimeZone": "Asia/Kolkata"}, **HOSTILE_SETTINGS}
+
+
+@pytest.mark.parametrize("session", list(SESSIONS))
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_timezones_match_pgq(pair_factory: Callable[[str], Pair], fmt: str, timezone: str) -> None:
-    """Other session time zones give PgQ's events for every type."""
-    pair = pair_factory(timezone)
+def test_session_settings_match_pgq(
+    pair_factory: Callable[..., Pair], fmt: str, session: str
+) -> None:
+    """Under any writer session settings our events for every type are PgQ's under the
+    default settings, byte for byte."""
+    pair = pair_factory(SESSIONS[session])
     _attach(pair, TABLE, fmt, OPTION_SETS[0])
     _compare(pair, _statements(7 + FORMATS.index(fmt), OPTION_SETS[0]), [TABLE])
 
@@ -653,10 +729,10 @@ def test_timezones_match_pgq(pair_factory: Callable[[str], Pair], fmt: str, time
 @pytest.mark.parametrize("backup", [False, True], ids=["plain", "backup"])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_composite_key_matches_pgq(
-    pair_factory: Callable[[str], Pair], fmt: str, backup: bool
+    pair_factory: Callable[..., Pair], fmt: str, backup: bool
 ) -> None:
     """A composite key declared in another order than its columns gives PgQ's events."""
-    pair = pair_factory("America/New_York")
+    pair = pair_factory({"TimeZone": "America/New_York"})
     _attach(pair, COMP, fmt, OptionSet("c", pgq_args=("backup",) * backup, ours={"backup": backup}))
     rng = random.Random(42 + backup)
     stmts = [f"insert into {COMP} values ('x0', 2, 1, 'v'), (null, 1, 2, null)"]
@@ -677,3 +753,113 @@ def test_composite_key_matches_pgq(
         f"delete from {COMP}",
     ]
     assert _compare(pair, stmts, [COMP])
+
+
+# Floats, dates, timestamps, intervals and bytea alone and nested in arrays, composites (one of
+# them over a domain), ranges and a point: every kind of value whose text the session formats.
+NESTED_ROW_1 = r"""(1, 0.30000000000000004, 0.1,
+    '{0.30000000000000004,NULL,1e300,-0,NaN}', '{0.1,3.4028235e38,-Infinity}',
+    '{2024-12-31,0044-03-15 BC,NULL,infinity}',
+    '{"2024-01-02 03:04:05.678",infinity,"1999-12-31 23:59:59"}',
+    '{"2024-06-30 23:59:59.5+00","1900-01-01 00:00:00+05:30",-infinity}',
+    '{"1 year 2 mons","-3 days -04:05:06.5",NULL}',
+    array['\x00ff'::bytea, '\x'::bytea, null, '\x5c27'::bytea],
+    '(0.30000000000000004,2024-02-29)', '(,)',
+    row(0.1, 0.1, '2024-01-02', '2024-01-02 03:04:05', '2024-01-02 03:04:05+02',
+        '1 day 02:00:00', '\xdead')::s.rich,
+    array[null::s.rich, '(,,,,,,)'::s.rich,
+          row(1e-300, '-0', '2000-02-29', 'infinity', '-infinity', '-1 mons +2 days',
+              '\x')::s.rich],
+    '[2024-01-01 00:00+00,2024-01-02 00:00+05:45)', '[2024-01-01,2024-02-01)',
+    '(0.30000000000000004,1e-300)', '\x0001ff5c')"""
+NESTED_STATEMENTS = [
+    f"insert into {NESTED} values {NESTED_ROW_1}",
+    f"insert into {NESTED} (id) values (2)",
+    f"insert into {NESTED} (id, cp, f8, ba) values (3, '(,)', 1.0000000000000002, '\\x')",
+    f"update {NESTED} set cp = '(,)', dp = '(1.5,)' where id = 2",  # NULL to all-NULL fields
+    f"update {NESTED} set cp = null where id = 3",  # all-NULL fields to NULL
+    f"update {NESTED} set f8 = f8 + 0, cp = cp",  # nothing changes
+    f"update {NESTED} set rc = '(,,,,,,)', dp = null, fa = fa || 0.1::float8 where id = 1",
+    f"update {NESTED} set tr = '[2024-01-01 00:00+00,)', pt = '(1e300,-0)' where id = 3",
+    f"delete from {NESTED} where id = 2",
+    f"delete from {NESTED}",
+]
+# The float of the issue, and an all-NULL composite, as each format writes them.
+EXACT_FLOAT = "0.30000000000000004"
+ALL_NULL_COMPOSITE = {"json": '"dp":"(,)"', "urlenc": "&dp=%28%2c%29&", "sql": ",'(,)',"}
+
+
+@pytest.mark.parametrize("mode", ["row", "statement"])
+@pytest.mark.parametrize("session", list(SESSIONS))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_nested_values_match_pgq_under_any_session(
+    pair_factory: Callable[..., Pair], fmt: str, session: str, mode: str
+) -> None:
+    """Floats, dates, intervals and bytea inside arrays, composites and ranges, and composites
+    whose fields are all NULL, give PgQ's default-settings events byte for byte, whatever the
+    writer's DateStyle, IntervalStyle, extra_float_digits, bytea_output and TimeZone."""
+    pair = pair_factory(SESSIONS[session])
+    _attach(
+        pair, NESTED, fmt, OptionSet("b", pgq_args=("backup",), ours={"backup": True, "mode": mode})
+    )
+    events = _compare(pair, NESTED_STATEMENTS, [NESTED])
+    first = events[0][1]
+    assert f"{EXACT_FLOAT}" in first and ALL_NULL_COMPOSITE[fmt] in first
+    if fmt == "urlenc":  # NULL and all-NULL fields differ: bare name vs. "(,)"
+        assert "&cp=%28%2c%29&" in events[2][1] and "&fa&" in events[2][1]
+
+
+def test_install_pins_settings_of_capture_functions_generated_before(
+    pair_factory: Callable[..., Pair],
+) -> None:
+    """An install over an older one gives capture functions generated without the pinned
+    settings their SET clauses: a float then travels exactly under extra_float_digits 0."""
+    pair = pair_factory(HOSTILE_SETTINGS["sql_dmy"])
+    capture.attach(pair.b, NESTED, CaptureOptions(queue="q", format="json"))
+    func = pair.b.execute(
+        "select distinct tgfoid::regprocedure::text from pg_trigger where tgrelid = %s::regclass",
+        (NESTED,),
+    ).fetchone()[0]
+    pair.b.execute(f"alter function {func} reset all")  # as generated by an older version
+    pair.b.execute(f"alter function {func} set search_path = pg_catalog, pg_temp")
+    pair.b.execute(f"insert into {NESTED} (id, f8) values (1, {EXACT_FLOAT})")
+    install.install(pair.b.info.dsn)
+    pair.b.execute(f"insert into {NESTED} (id, f8) values (2, {EXACT_FLOAT})")
+    data = [r[0] for r in pair.b.execute("select ev_data from cdc.event order by ev_id")]
+    # before the install the session's 0.3; after it, the exact float
+    assert [d.split(',"f4"')[0] for d in data] == [
+        '{"id":1,"f8":"0.3"',
+        f'{{"id":2,"f8":"{EXACT_FLOAT}"',
+    ]
+
+
+WIDE_COLUMNS = 130  # past PostgreSQL's 100 arguments per function call, for every format
+
+
+@pytest.mark.parametrize("mode", ["row", "statement"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_wide_table_matches_pgq(pair_factory: Callable[..., Pair], fmt: str, mode: str) -> None:
+    """A table of 130 columns (more than one concat() call may take) is captured, and its
+    events are PgQ's byte for byte: inserts, updates of a few and of all columns, deletes."""
+    pair = pair_factory()
+    cols = ", ".join(f"c{i} {'int' if i % 2 else 'text'}" for i in range(WIDE_COLUMNS))
+    for conn in (pair.a, pair.b):
+        conn.execute(f"create table s.wide (id int primary key, {cols})")
+    _attach(
+        pair,
+        "s.wide",
+        fmt,
+        OptionSet("b", pgq_args=("backup",), ours={"backup": True, "mode": mode}),
+    )
+    values = ", ".join(str(i) if i % 2 else f"'t{i}&'" for i in range(WIDE_COLUMNS))
+    every = ", ".join(f"c{i} = null" for i in range(WIDE_COLUMNS))
+    stmts = [
+        f"insert into s.wide values (1, {values}), (2, {values})",
+        "insert into s.wide (id) values (3)",
+        "update s.wide set c7 = 70, c120 = 'x' where id = 1",
+        f"update s.wide set {every} where id = 2",
+        "update s.wide set c1 = c1 where id = 3",
+        "delete from s.wide where id = 1",
+    ]
+    events = _compare(pair, stmts, ["s.wide"])
+    assert len(events) == 7

@@ -109,6 +109,14 @@ def test_sql_events_parse(op, data, expected):
     assert sqlformat.parse(op, data) == expected
 
 
+def test_sql_event_values_keep_control_characters_and_unicode():
+    """quote_literal's E'' text with raw control characters, emoji, doubled quotes and
+    doubled backslashes parses back to the exact value."""
+    value = "ctl \x01\t\n\r é😀 'q' b\\s \uffff"
+    literal = "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+    assert sqlformat.parse("I", f"(id,t) values ('1',{literal})") == {"id": "1", "t": value}
+
+
 @pytest.mark.parametrize(
     ("op", "data"),
     [("I", "(a,b) values ('1')"), ("U", "a='1'"), ("D", "id=1"), ("I", "garbage("), ("X", "a='1'")],
@@ -125,15 +133,23 @@ def test_bad_sql_events_are_refused(op, data):
         ("{1,2,NULL}", ["1", "2", None]),
         ('{"x y","q\\"t",NULL,""}', ["x y", 'q"t', None, ""]),
         ('{"NULL",null}', ["NULL", None]),
-        ("[0:1]={7,8}", ["7", "8"]),
+        ('{"a\\"b","x,y"," s ","b\\\\c",""}', ['a"b', "x,y", " s ", "b\\c", ""]),
+        ('{"0044-03-15 BC",infinity}', ["0044-03-15 BC", "infinity"]),
+        ('{"(1,\\"x y\\")",NULL}', ['(1,"x y")', None]),
     ],
 )
 def test_array_literals_parse(text, expected):
+    """PostgreSQL's array output parses into its elements: quotes, backslashes, commas,
+    spaces, the string "NULL" and NULL kept apart."""
     assert pgarray.parse(text) == expected
 
 
-@pytest.mark.parametrize("text", ["{{1,2},{3,4}}", "1,2", '{"open', "[1:2]"])
+@pytest.mark.parametrize(
+    "text", ["{{1,2},{3,4}}", "1,2", '{"open', "[1:2]", "[0:1]={7,8}", "[0:1][1:1]={{1},{2}}"]
+)
 def test_bad_array_literals_are_refused(text):
+    """Multi-dimensional arrays and arrays with explicit bounds (which a Spark array cannot
+    hold) are refused, so they go to quarantine instead of losing their shape."""
     with pytest.raises(pgarray.ArrayLiteralError):
         pgarray.parse(text)
 
@@ -167,9 +183,14 @@ def test_array_literal_round_trip(items):
         ("integer[]", -1, "array<int>"),
         ("jsonb", -1, "string"),
         ("uuid", -1, "string"),
+        ("date[]", -1, "array<date>"),
+        ("box[]", -1, "string"),
+        ("numeric", (2 << 16 | 5) + 4, "string"),
+        ("numeric", (2 << 16 | (-3 & 0x7FF)) + 4, "string"),
     ],
 )
 def test_spark_types(pg, typmod, spark):
+    """Each PostgreSQL type maps to the Spark type that holds its values exactly."""
     assert pgtypes.spark_type(pg, typmod) == spark
 
 

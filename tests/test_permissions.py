@@ -22,7 +22,9 @@ from cdc.queue import Batch, BatchInfo, Consumer, Producer, Queue
 from tests.conftest import TEMPLATE, create_database, drop_database
 
 ENGINE_ROLES = ("cdc_reader", "cdc_writer", "cdc_admin")
-PUBLIC_FUNCS = frozenset({"get_queue_info", "get_consumer_info", "get_batch_info", "version"})
+PUBLIC_FUNCS = frozenset(
+    {"get_queue_info", "get_consumer_info", "get_batch_info", "get_queue_incarnation", "version"}
+)
 WRITER_FUNCS = frozenset({"insert_event", "current_event_table"})
 READER_FUNCS = frozenset(
     {
@@ -40,6 +42,8 @@ READER_FUNCS = frozenset(
         "event_dead",
         "ticker",
         "force_tick",
+        "get_capture_aliases",
+        "get_capture_info",
     }
 )
 

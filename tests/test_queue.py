@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from cdc import errors
+from cdc import errors, install
 from cdc.queue import Consumer, Producer, Queue
+from tests.test_permissions import LoginRoles
 
 
 def tick(conn: psycopg.Connection, queue: str = "q") -> int:
@@ -537,3 +542,163 @@ def test_reading_raises_work_mem_for_the_batch_transaction_only(conn, queue):
         for _ in batch.chunks():
             assert conn.execute("show work_mem").fetchone()[0] == "96MB"
     assert conn.execute("show work_mem").fetchone()[0] != "96MB"
+
+
+# ---------------------------------------------------------------------- consumer ownership
+
+
+@pytest.fixture
+def login(admin_dsn: str, dsn: str) -> Iterator[Callable[[str | None], psycopg.Connection]]:
+    """Connects to the test's database as a new login role, member of a role or none."""
+    roles = LoginRoles(admin_dsn, dsn)
+    yield roles.connect
+    roles.cleanup()
+
+
+def open_batch_of(reader: psycopg.Connection, admin: psycopg.Connection) -> tuple[int, int]:
+    """Queue 'q' gets consumer 'a', registered by ``reader``, with one event in an open
+    batch; (batch_id, ev_id)."""
+    assert Consumer(reader, "q", "a").register()
+    ev = Producer(admin, "q").insert("I", "x")
+    tick(admin)
+    batch = Consumer(reader, "q", "a").next_batch()
+    assert batch is not None
+    return batch.batch_id, ev
+
+
+# What another reader could try with consumer 'a' of queue 'q' and its open batch %(b)s.
+FOREIGN_ACTS = {
+    "finish_batch": "select cdc.finish_batch(%(b)s)",
+    "event_retry_seconds": "select cdc.event_retry(%(b)s, %(e)s, 0)",
+    "event_retry_time": "select cdc.event_retry(%(b)s, %(e)s, now())",
+    "batch_retry": "select cdc.batch_retry(%(b)s, 0)",
+    "event_dead": "select cdc.event_dead(%(b)s, %(e)s, 'gone')",
+    "get_batch_events": "select * from cdc.get_batch_events(%(b)s)",
+    "get_batch_events_slice": "select * from cdc.get_batch_events(%(b)s, 0, null)",
+    "open_batch_cursor": "select cdc.open_batch_cursor(%(b)s, 'c')",
+    "next_batch": "select cdc.next_batch('q', 'a')",
+    "next_batch_info": "select * from cdc.next_batch_info('q', 'a')",
+    "next_batch_custom": "select * from cdc.next_batch_custom('q', 'a', null, 1, null)",
+    "register_consumer": "select cdc.register_consumer('q', 'a')",
+    "register_consumer_at": "select cdc.register_consumer_at('q', 'a', 1)",
+    "unregister_consumer": "select cdc.unregister_consumer('q', 'a')",
+}
+
+
+@pytest.mark.parametrize("act", list(FOREIGN_ACTS))
+def test_reader_cannot_act_for_another_readers_consumer(conn, queue, login, act):
+    """A cdc_reader member gets QC014 for every act on a consumer another reader registered
+    (even with check_function_bodies off), and the consumer's batch stays as it was."""
+    batch_id, ev = open_batch_of(login("cdc_reader"), conn)
+    other = login("cdc_reader")
+    other.execute("set check_function_bodies = off")
+    with pytest.raises(errors.NotConsumerRole, match=r"may not act for consumer 'a' on queue"):
+        try:
+            other.execute(FOREIGN_ACTS[act], {"b": batch_id, "e": ev})
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+    row = conn.execute("select sub_batch from cdc.subscription").fetchone()
+    assert row == (batch_id,)
+    assert conn.execute("select count(*) from cdc.retry_queue").fetchone() == (0,)
+    assert conn.execute("select count(*) from cdc.dead_letter").fetchone() == (0,)
+
+
+def test_consumer_role_its_members_and_admins_may_act(conn, queue, login, admin_dsn):
+    """The registering role reads and finishes its batch; a member of that role, a cdc_admin
+    member and a superuser may act for the consumer too."""
+    owner = login("cdc_reader")
+    _, ev = open_batch_of(owner, conn)
+    assert [e.ev_id for e in Consumer(owner, "q", "a").next_batch().events()] == [ev]
+    Consumer(owner, "q", "a").next_batch().finish()
+    member = login("cdc_reader")
+    with psycopg.connect(admin_dsn, autocommit=True) as su:
+        su.execute(
+            sql.SQL("grant {} to {}").format(
+                sql.Identifier(owner.info.user), sql.Identifier(member.info.user)
+            )
+        )
+    for who in (member, login("cdc_admin"), conn):
+        Producer(conn, "q").insert("I", "y")
+        tick(conn)
+        with Consumer(who, "q", "a").batch() as batch:
+            assert batch is not None and len(list(batch.events())) == 1
+    Consumer(login("cdc_admin"), "q", "a").unregister()
+    assert conn.execute("select count(*) from cdc.subscription").fetchone() == (0,)
+
+
+def test_consumer_registered_under_set_role_belongs_to_that_role(conn, queue, login, admin_dsn):
+    """A consumer registered after SET ROLE belongs to that role: another login member of it
+    may act for it, a reader outside it may not."""
+    group = f"grp_{uuid.uuid4().hex[:8]}"
+    first, second, outsider = login(None), login(None), login("cdc_reader")
+    with psycopg.connect(admin_dsn, autocommit=True) as su:
+        su.execute(
+            sql.SQL("create role {} nologin in role cdc_reader").format(sql.Identifier(group))
+        )
+        for c in (first, second):
+            su.execute(
+                sql.SQL("grant {} to {}").format(sql.Identifier(group), sql.Identifier(c.info.user))
+            )
+    try:
+        first.execute(sql.SQL("set role {}").format(sql.Identifier(group)))
+        assert Consumer(first, "q", "g").register()
+        owner = conn.execute("select sub_owner::regrole::text from cdc.subscription").fetchone()
+        assert owner == (group,)
+        Producer(conn, "q").insert("I", "x")
+        tick(conn)
+        second.execute(sql.SQL("set role {}").format(sql.Identifier(group)))
+        with Consumer(second, "q", "g").batch() as batch:
+            assert batch is not None
+        with pytest.raises(errors.NotConsumerRole, match=f"belongs to role {group}"):
+            Consumer(outsider, "q", "g").next_batch()
+    finally:
+        for c in (first, second):
+            c.execute("reset role")
+        conn.execute("select cdc.unregister_consumer('q', 'g')")
+        with psycopg.connect(admin_dsn, autocommit=True) as su:
+            su.execute(sql.SQL("drop role {}").format(sql.Identifier(group)))
+
+
+def test_consumer_without_owner_is_for_admins_until_given_one(conn, dsn, queue, login):
+    """A subscription from before owners (the column added by an upgrading install, NULL) is
+    refused to readers and served to cdc_admin members; set_consumer_owner gives it to a role."""
+    reader = login("cdc_reader")
+    batch_id, _ = open_batch_of(reader, conn)
+    conn.execute("alter table cdc.subscription drop column sub_owner")
+    install.install(dsn)  # the upgrade adds the column back, empty
+    assert conn.execute("select sub_owner from cdc.subscription").fetchall() == [(None,)]
+    with pytest.raises(errors.NotConsumerRole, match="registered before consumers had owners"):
+        Consumer(reader, "q", "a").next_batch()
+    admin = login("cdc_admin")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        Consumer(reader, "q", "a").set_owner(reader.info.user)
+    assert Consumer(admin, "q", "a").next_batch().batch_id == batch_id
+    with pytest.raises(errors.InvalidArgument, match="role 'no such role' does not exist"):
+        Consumer(admin, "q", "a").set_owner("no such role")
+    Consumer(admin, "q", "a").set_owner(reader.info.user)
+    Consumer(reader, "q", "a").next_batch().finish()
+    Consumer(admin, "q", "a").set_owner(None)
+    with pytest.raises(errors.NotConsumerRole):
+        Consumer(reader, "q", "a").unregister()
+
+
+def test_consumer_of_a_dropped_role_is_for_admins(conn, dsn, queue, login, admin_dsn):
+    """When the registering role is dropped, a new role of the same name does not inherit the
+    consumer: only cdc_admin members may act for it."""
+    name = f"t_gone_{uuid.uuid4().hex[:8]}"
+    role = sql.Identifier(name)
+    with psycopg.connect(admin_dsn, autocommit=True) as su:
+        su.execute(sql.SQL("create role {} login in role cdc_reader").format(role))
+    try:
+        with psycopg.connect(make_conninfo(dsn, user=name), autocommit=True) as reader:
+            open_batch_of(reader, conn)
+        with psycopg.connect(admin_dsn, autocommit=True) as su:
+            su.execute(sql.SQL("drop role {}").format(role))
+            su.execute(sql.SQL("create role {} login in role cdc_reader").format(role))
+        again = psycopg.connect(make_conninfo(dsn, user=name), autocommit=True)
+        with again, pytest.raises(errors.NotConsumerRole, match="no longer exists"):
+            Consumer(again, "q", "a").next_batch()
+        assert Consumer(login("cdc_admin"), "q", "a").next_batch() is not None
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as su:
+            su.execute(sql.SQL("drop role if exists {}").format(role))

@@ -109,3 +109,26 @@ def test_tick_if_new_sees_an_event_committed_after_the_tick_that_numbered_it(
     before = _ticks(conn)
     source.tick(only_if_new=True)  # nothing new, nobody was running: no tick
     assert _ticks(conn) == before
+
+
+def test_copy_reader_reads_a_value_larger_than_its_block(conn, dsn) -> None:
+    """A 50 MB event (larger than the 16 MB CSV block) between small ones comes out whole and
+    in order, and the connection stays usable."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "c").register()
+    conn.execute(
+        "select cdc.insert_event('q', 'I', 'small ' || g, 'public.t', null, null, null)"
+        " from generate_series(1, 3) g"
+    )
+    conn.execute(
+        "select cdc.insert_event('q', 'I', repeat('x\",' || chr(10), 12500000), 'public.t',"
+        " null, null, null)"
+    )
+    conn.execute("select cdc.insert_event('q', 'I', 'after', 'public.t', null, null, null)")
+    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source.tick()
+    batch = source.next_batch()
+    data = [v for b in source.events(batch) for v in b.column("ev_data").to_pylist()]
+    assert [len(v) for v in data] == [7, 7, 7, 50_000_000, 5]
+    assert data[3] == 'x",\n' * 12_500_000 and data[4] == "after"
+    assert conn.execute("select 1").fetchone() == (1,)

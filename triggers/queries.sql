@@ -52,6 +52,9 @@ select cdc.event_dead(%(batch_id)s, %(ev_id)s, %(reason)s);
 -- name: finish_batch
 select cdc.finish_batch(%(batch_id)s);
 
+-- name: set_consumer_owner
+select cdc.set_consumer_owner(%(queue)s, %(consumer)s, %(role)s);
+
 -- name: ticker_all
 select cdc.ticker();
 
@@ -120,3 +123,40 @@ select (select array_agg(a.attname::text order by a.attnum)
                       select 1 from unnest((i.indkey::int2[])[0:i.indnkeyatts - 1]) k
                         join pg_attribute a on a.attrelid = t.oid and a.attnum = k
                        where a.attname <> all (%(key)s::text[])));
+
+-- name: capture_access
+-- How this role may read the capture registry: the table itself, or cdc.get_capture_info().
+select coalesce(has_table_privilege(to_regclass('cdc.capture'), 'select'), false),
+       coalesce(has_function_privilege(to_regprocedure('cdc.get_capture_info()'), 'execute'),
+                false);
+
+-- name: capture_options_table
+-- The options a table is captured with into a queue (no row when it is not).
+select cap_options from cdc.capture
+ where cap_table = to_regclass(format('%%I.%%I', %(schema)s::text, %(table)s::text))
+   and cap_queue = %(queue)s;
+
+-- name: capture_options_info
+-- The same through cdc.get_capture_info(), for a role that may execute it.
+select options from cdc.get_capture_info()
+ where table_name = format('%%I.%%I', %(schema)s::text, %(table)s::text)
+   and queue_name = %(queue)s;
+
+-- name: column_fill
+-- Per live column of a table: the value rows added before the column hold without any event
+-- (PostgreSQL's "missing value" of ADD COLUMN ... DEFAULT <not volatile>, as array text), and
+-- whether those rows hold values of their own that only the table knows (a volatile default,
+-- an identity or a generated column: the ADD COLUMN rewrote the table).
+select a.attname::text,
+       case when a.atthasmissing then a.attmissingval::text end,
+       a.attidentity <> '' or a.attgenerated <> '' or exists (
+           select 1
+             from pg_attrdef d,
+                  regexp_matches(d.adbin::text, ':(?:op)?funcid (\d+)', 'g') m,
+                  pg_proc p
+            where d.adrelid = a.attrelid and d.adnum = a.attnum
+              and p.oid = m[1]::oid and p.provolatile = 'v')
+  from pg_attribute a
+ where a.attrelid = to_regclass(format('%%I.%%I', %(schema)s::text, %(table)s::text))
+   and a.attnum > 0 and not a.attisdropped
+ order by a.attnum;

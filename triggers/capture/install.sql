@@ -6,3 +6,4 @@
 \ir functions/cdc.attach.sql
 \ir functions/cdc.capture_ddl.sql
 \ir event_triggers.sql
+\ir regenerate.sql

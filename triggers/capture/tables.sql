@@ -1,7 +1,10 @@
 -- Tables of the capture side: which tables are captured into which queue, with what options.
 
 -- One row per captured (table, queue). cap_columns is the column signature the trigger
--- function was generated for; when the table's columns no longer match, the trigger is stale.
+-- function was generated for, cap_schema / cap_name the table's name then (baked into
+-- ev_extra1 and the json ev_type); when either no longer matches, the trigger is stale.
+-- cap_aliases: every earlier "schema.name" of the table (the ev_extra1 form), so that events
+-- queued under an old name still find their table (cdc.get_capture_aliases).
 create table if not exists cdc.capture (
     cap_table     oid not null,
     cap_schema    text not null,
@@ -13,3 +16,4 @@ create table if not exists cdc.capture (
     cap_created   timestamptz not null default now(),
     primary key (cap_table, cap_queue)
 );
+alter table cdc.capture add column if not exists cap_aliases text[] not null default '{}';

@@ -16,7 +16,8 @@ begin
          where p.pronamespace = 'cdc'::regnamespace and p.proname !~ '^_'
     loop
         grantee := case
-            when f.name in ('get_queue_info', 'get_consumer_info', 'get_batch_info', 'version')
+            when f.name in ('get_queue_info', 'get_consumer_info', 'get_batch_info', 'version',
+                            'get_queue_incarnation')
                 then 'public'
             when f.name in ('insert_event', 'current_event_table')
                 then 'cdc_writer'
@@ -24,7 +25,7 @@ begin
                             'next_batch', 'next_batch_info', 'next_batch_custom',
                             'get_batch_events', 'open_batch_cursor', 'finish_batch',
                             'event_retry', 'batch_retry', 'event_dead',
-                            'ticker', 'force_tick')
+                            'ticker', 'force_tick', 'get_capture_aliases', 'get_capture_info')
                 then 'cdc_reader'
             else 'cdc_admin'
         end;

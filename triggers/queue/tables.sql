@@ -90,8 +90,22 @@ create table if not exists cdc.subscription (
     sub_next_tick bigint,
     sub_batch     bigint unique,
     sub_active    timestamptz not null default now(),
+    -- The role that registered the consumer on this queue: only sessions that may act as that
+    -- role (and cdc_admin members) may take, read, retry, finish its batches or unregister it
+    -- (cdc._check_consumer_access). NULL for subscriptions made before owners were recorded:
+    -- cdc_admin members only, until cdc.set_consumer_owner() names a role.
+    sub_owner     oid,
     unique (sub_queue, sub_consumer)
 );
+do $$
+begin
+    if not exists (select 1 from pg_catalog.pg_attribute
+                    where attrelid = 'cdc.subscription'::regclass and attname = 'sub_owner'
+                      and not attisdropped) then
+        alter table cdc.subscription add column sub_owner oid;
+    end if;
+end;
+$$;
 
 create sequence if not exists cdc.batch_id_seq;
 

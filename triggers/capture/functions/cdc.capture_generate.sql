@@ -15,6 +15,23 @@
 --   deny        bool             BEFORE trigger: refuse the change
 -- Expressions come checked and rewritten: a column of "the row" is "__cdc_row"."col" (NEW,
 -- or OLD on DELETE), and NEW."col" / OLD."col" as written.
+--
+-- Security (the generated functions run with the cdc owner's rights):
+--   * No user text is ever inside a dollar-quoted body: the CREATE FUNCTION is built with the
+--     body as a literal (format %L, cdc._cap_function_ddl), so a name holding "$cdc$" or any
+--     quote stays a name. Identifiers go through %I / quote_ident (cdc._cap_field doubles
+--     double quotes), literals through %L; the header comment quotes names as JSON, so a
+--     newline in a name cannot end the comment.
+--   * The generator returns the function DDL and the trigger DDL separately
+--     (cdc._cap_generate), so the guard trigger runs the first without slicing text.
+--   * Each generated function has EXECUTE revoked from PUBLIC when it is created (a trigger
+--     fires whatever the privileges; only CREATE TRIGGER needs EXECUTE) and refuses to run for
+--     any table but its own (TG_RELID, cdc._cap_relid_check): nobody can hang it on a table of
+--     their own to forge events.
+--   * Option expressions reach the body only after cdc._cap_check_expressions accepted them:
+--     one expression over the row, built-in functions without side effects only, never
+--     executed or planned while checked (see cdc.capture_ddl.sql). Only a member of the
+--     table's owner role may give them (cdc.attach).
 
 
 -- ----------------------------------------------------------------------
@@ -92,6 +109,55 @@ $$ language plpgsql stable;
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc._cap_concat(args)
+--
+--      concat() over argument expressions, nested so that no call takes more than 100
+--      arguments (PostgreSQL's limit): a table of any width gets a payload expression.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_concat(i_args text[])
+returns text as $$
+declare
+    chunk constant integer := 100;
+    n     integer := coalesce(cardinality(i_args), 0);
+begin
+    if n = 0 then
+        return null;
+    end if;
+    if n <= chunk then
+        return format('concat(%s)', array_to_string(i_args, ', '));
+    end if;
+    return cdc._cap_concat(array(
+        select format('concat(%s)', array_to_string(i_args[g : least(g + chunk - 1, n)], ', '))
+          from generate_series(1, n, chunk) g order by g));
+end;
+$$ language plpgsql immutable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_concat_ws(separator, args)
+--
+--      concat_ws(separator, ...) over argument expressions, nested like cdc._cap_concat. An
+--      inner group whose arguments are all NULL gives NULL (not ''), so that it adds no
+--      separator: the result is the same as one flat call.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_concat_ws(i_separator text, i_args text[])
+returns text as $$
+declare
+    chunk constant integer := 99;
+    n     integer := coalesce(cardinality(i_args), 0);
+begin
+    if n <= chunk then
+        return format('concat_ws(%L, %s)', i_separator, array_to_string(i_args, ', '));
+    end if;
+    return cdc._cap_concat_ws(i_separator, array(
+        select format('nullif(concat_ws(%L, %s), %L)', i_separator,
+                      array_to_string(i_args[g : least(g + chunk - 1, n)], ', '), '')
+          from generate_series(1, n, chunk) g order by g));
+end;
+$$ language plpgsql immutable;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc._cap_row_payload(format, var, table, ignore)
 --
 --      Expression for a whole row in json or urlenc form (ev_data, or the backup).
@@ -102,22 +168,30 @@ returns text as $$
 declare
     parts text[];
 begin
-    -- One concat() call builds the payload in one go (a chain of || copies it at each step).
+    -- One concat() builds the payload in one go (a chain of || copies it at each step);
+    -- cdc._cap_concat nests it for tables wider than one call's 100 arguments.
     if i_format = 'json' then
-        select array_agg(format('%L, %s',
-                                case when n = 1 then '{' else ',' end || to_json(attname)::text || ':',
-                                cdc._cap_json_value(i_var, attname, atttypid)) order by attnum)
+        select array_agg(v.arg order by cols.attnum, v.half)
           into parts
           from (select c.*, row_number() over (order by c.attnum) as n
-                  from cdc._cap_columns(i_table, i_ignore) c) cols;
+                  from cdc._cap_columns(i_table, i_ignore) c) cols
+         cross join lateral (values
+               (1, quote_literal(case when cols.n = 1 then '{' else ',' end
+                                 || to_json(cols.attname)::text || ':')),
+               (2, cdc._cap_json_value(i_var, cols.attname, cols.atttypid))) v(half, arg);
         if parts is null then
             return quote_literal('{}');
         end if;
-        return format('concat(%s, ''}'')', array_to_string(parts, ', '));
+        return cdc._cap_concat(parts || quote_literal('}'));
     end if;
-    select array_agg(cdc._cap_urlenc_pair(i_var, attname, atttypid) order by attnum)
-      into parts from cdc._cap_columns(i_table, i_ignore);
-    return coalesce(format('concat(%s)', array_to_string(parts, ', ''&'', ')), '''''');
+    select array_agg(v.arg order by cols.attnum, v.half)
+      into parts
+      from (select c.*, row_number() over (order by c.attnum) as n
+              from cdc._cap_columns(i_table, i_ignore) c) cols
+     cross join lateral (values (1, case when cols.n > 1 then quote_literal('&') end),
+                                (2, cdc._cap_urlenc_pair(i_var, cols.attname, cols.atttypid))) v(half, arg)
+     where v.arg is not null;
+    return coalesce(cdc._cap_concat(parts), quote_literal(''));
 end;
 $$ language plpgsql stable;
 
@@ -160,15 +234,14 @@ begin
           from cdc._cap_columns(i_table, i_ignore);
         return format('%L || %s || '')''', '(' || cols || ') values (', vals);
     end if;
-    select array_to_string(array_agg(
+    select cdc._cap_concat_ws(',', array_agg(
                format('case when %s then %L || %s end', cdc._cap_changed(attname, atttypid, i_new, i_old),
                       cdc._cap_sql_ident(attname) || '=',
-                      cdc._cap_sql_value(i_new, attname, atttypid, 'NULL')) order by attnum), ', ')
+                      cdc._cap_sql_value(i_new, attname, atttypid, 'NULL')) order by attnum))
       into sets
       from cdc._cap_columns(i_table, i_ignore);
     -- An UPDATE that changed nothing still says which row: its first key column set to itself.
-    return format('coalesce(nullif(concat_ws('','', %s), ''''), %s) || '' where '' || %s',
-                  sets, noop, keys);
+    return format('coalesce(nullif(%s, ''''), %s) || '' where '' || %s', sets, noop, keys);
 end;
 $$ language plpgsql stable;
 
@@ -310,17 +383,17 @@ $$ language sql stable;
 
 
 -- ----------------------------------------------------------------------
--- Function: cdc.capture_sql(table, queue, options)
+-- Function: cdc._cap_generate(table, queue, options)
 --
---      The SQL that attaches capture to a table: the trigger function, then the row trigger
---      (AFTER, or BEFORE with skip or deny) and the statement-level TRUNCATE trigger. Runs
---      nothing; cdc.attach() runs it.
---
--- Returns:
---      SQL text.
+--      The SQL that attaches capture to a table, in two parts: func_ddl creates the trigger
+--      function (and revokes EXECUTE from PUBLIC), trigger_ddl replaces the row trigger
+--      (AFTER, or BEFORE with skip or deny), the statement-level TRUNCATE trigger and, without
+--      event triggers, the guard. Runs nothing; checks the options (expressions included) but
+--      not the caller's right to the table (cdc.attach / cdc.capture_sql do).
 -- ----------------------------------------------------------------------
-create or replace function cdc.capture_sql(i_table regclass, i_queue_name text, i_opts jsonb)
-returns text as $$
+create or replace function cdc._cap_generate(
+    i_table regclass, i_queue_name text, i_opts jsonb, out func_ddl text, out trigger_ddl text)
+as $$
 declare
     q        cdc.queue;
     fmt      text := coalesce(i_opts ->> 'format', 'json');
@@ -354,7 +427,9 @@ begin
     perform cdc._cap_check_expressions(i_table, i_opts);
     select * into names from cdc._cap_names(i_table, q);
     if coalesce(i_opts ->> 'mode', 'row') = 'statement' then
-        return cdc._cap_statement_sql(i_table, q, i_opts, pkey, ignore, names.func, names.row_trigger);
+        select * into func_ddl, trigger_ddl
+          from cdc._cap_statement_sql(i_table, q, i_opts, pkey, ignore, names.func, names.row_trigger);
+        return;
     end if;
 
     select string_agg(cdc._cap_changed(k, c.atttypid), ' or ')
@@ -385,22 +460,26 @@ begin
                                        'OLD', i_table, ignore);
     end if;
 
-    body := format(E'-- Generated by cdc.attach: %s into queue %L, options %s.\n'
+    body := format(E'-- Generated by cdc.attach: %s.\n'
                    || E'-- Do not edit: `cdc attach` regenerates it.\n'
                    || E'declare\n'
                    || E'    v_data   text;\n'
                    || E'    v_backup text;\n'
                    || E'begin\n'
+                   || '%s'
                    || E'    if current_setting(''session_replication_role'') = ''local'' then\n'
                    || E'        return %s;\n'
                    || E'    end if;\n',
-                   i_table, i_queue_name, i_opts, case when before then 'coalesce(NEW, OLD)' else 'null' end);
+                   cdc._cap_comment(i_table, i_queue_name, i_opts), cdc._cap_relid_check(i_table),
+                   case when before then 'coalesce(NEW, OLD)' else 'null' end);
     if coalesce((i_opts ->> 'deny')::boolean, false) then
         body := body || format(
             E'    raise exception using errcode = ''QC022'',\n'
             || E'        message = format(''%%s on %%s is denied: the table is captured with deny'', TG_OP, %L);\n'
             || E'end;\n', nsp || '.' || rel);
-        return cdc._cap_ddl(i_table, names.func, names.row_trigger, names.truncate_trigger, body, true);
+        select * into func_ddl, trigger_ddl
+          from cdc._cap_ddl(i_table, names.func, names.row_trigger, names.truncate_trigger, body, true);
+        return;
     end if;
     whenexpr := i_opts ->> 'when';
     body := body || E'    if TG_OP = ''INSERT'' then\n';
@@ -437,9 +516,29 @@ begin
                  || E'    end if;\n'
                  || E'    return null;  -- AFTER: ignored; BEFORE with skip: the row change is skipped\n'
                  || E'end;\n';
-    return cdc._cap_ddl(i_table, names.func, names.row_trigger, names.truncate_trigger, body, before);
+    select * into func_ddl, trigger_ddl
+      from cdc._cap_ddl(i_table, names.func, names.row_trigger, names.truncate_trigger, body, before);
 end;
-$$ language plpgsql stable security definer set search_path = pg_catalog, pg_temp;
+$$ language plpgsql;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.capture_sql(table, queue, options)
+--
+--      The SQL that attaches capture to a table: the trigger function, then the triggers
+--      (cdc._cap_generate). Runs nothing; cdc.attach() runs it. QC025 unless the session's
+--      login role is a member of the table's owner role.
+--
+-- Returns:
+--      SQL text.
+-- ----------------------------------------------------------------------
+create or replace function cdc.capture_sql(i_table regclass, i_queue_name text, i_opts jsonb)
+returns text as $$
+begin
+    perform cdc._cap_require_owner(i_table, 'capture');
+    return (select func_ddl || trigger_ddl from cdc._cap_generate(i_table, i_queue_name, i_opts));
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
 
 -- ----------------------------------------------------------------------
@@ -462,24 +561,72 @@ $$ language sql stable;
 
 
 -- ----------------------------------------------------------------------
--- Function: cdc._cap_ddl(table, names, body, before)
+-- Function: cdc._cap_comment(table, queue, options)
 --
---      The function and trigger DDL around a generated body.
+--      What the header comment of a generated function says: table and queue as JSON strings
+--      and the options as JSON, so that no character of a name (a newline) ends the comment.
 -- ----------------------------------------------------------------------
-create or replace function cdc._cap_ddl(
-    i_table regclass, i_func text, i_row_trigger text, i_truncate_trigger text,
-    i_body text, i_before boolean)
+create or replace function cdc._cap_comment(i_table regclass, i_queue_name text, i_opts jsonb)
+returns text as $$
+    select format('%s into queue %s, options %s',
+                  to_json(i_table::text), to_json(i_queue_name), i_opts);
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_relid_check(table)
+--
+--      The first statement of a generated function: it refuses to run as the trigger of any
+--      other table (insufficient_privilege), so that it cannot write events "from" its table
+--      for rows of another.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_relid_check(i_table regclass)
+returns text as $$
+    select format(E'    if TG_RELID <> %s::oid then\n'
+                  || E'        raise exception using errcode = ''insufficient_privilege'',\n'
+                  || E'            message = format(''%%s is the capture function of %%s, not of %%s'', TG_NAME, %L, TG_RELID::regclass);\n'
+                  || E'    end if;\n',
+                  i_table::oid, i_table::text);
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_function_ddl(func, body, extra settings)
+--
+--      CREATE FUNCTION of a generated capture function, with the body as a quoted literal
+--      (never a dollar quote: a name inside it may hold any tag), followed by the REVOKE of
+--      PUBLIC's default EXECUTE.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_function_ddl(i_func text, i_body text, i_settings text default '')
 returns text as $$
     select format(
         E'create or replace function cdc.%I() returns trigger\n'
-        || E'language plpgsql security definer set search_path = pg_catalog, pg_temp as $cdc$\n%s$cdc$;\n'
-        || '%s'
+        || 'language plpgsql security definer set search_path = pg_catalog, pg_temp'
+        || i_settings || cdc._cap_settings()
+        || E'\nas %L;\n'
+        || E'revoke all on function cdc.%I() from public;\n',
+        i_func, i_body, i_func);
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_ddl(table, names, body, before)
+--
+--      The function DDL and the trigger DDL around a generated body.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_ddl(
+    i_table regclass, i_func text, i_row_trigger text, i_truncate_trigger text,
+    i_body text, i_before boolean, out func_ddl text, out trigger_ddl text)
+as $$
+    select cdc._cap_function_ddl(i_func, i_body),
+           format(
+        '%s'
         || E'create trigger %I %s insert or update or delete on %s\n'
         || E'    for each row execute function cdc.%I();\n'
         || E'create trigger %I %s truncate on %s\n'
         || E'    for each statement execute function cdc.%I();\n'
         || '%s',
-        i_func, i_body, cdc._cap_drop_triggers(i_table, i_row_trigger),
+        cdc._cap_drop_triggers(i_table, i_row_trigger),
         i_row_trigger, case when i_before then 'before' else 'after' end, i_table, i_func,
         i_truncate_trigger, case when i_before then 'before' else 'after' end, i_table, i_func,
         cdc._cap_guard_sql(i_table, i_row_trigger));

@@ -4,6 +4,26 @@
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc._cap_settings()
+--
+--      The SET clauses of every generated capture function: the settings that change how
+--      values are written as text are pinned to PostgreSQL's defaults (the output PgQ gives
+--      under default settings), so that the payload never depends on the writer's session
+--      (a driver that sets extra_float_digits = 0 would otherwise send 0.3 for
+--      0.30000000000000004). TimeZone is pinned to UTC: timestamptz values carry their
+--      offset, "+00", so any zone would be lossless, but a fixed one makes the payload the
+--      same whatever the session. Covers values nested in arrays, composites and ranges too,
+--      which per-type formatting could not. PostgreSQL applies them on function entry and
+--      restores the session's values on exit (see docs/benchmarks.md for the cost).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_settings()
+returns text as $$
+    select ' set datestyle = ''ISO, MDY'' set intervalstyle = ''postgres'''
+           ' set extra_float_digits = 1 set bytea_output = ''hex'' set timezone = ''UTC''';
+$$ language sql immutable;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc._cap_field(var, column)
 --
 --      A row variable's field, always double-quoted: NEW."by" works where NEW.by does not.
@@ -12,6 +32,26 @@ create or replace function cdc._cap_field(i_var text, i_col text)
 returns text as $$
     select i_var || '."' || replace(i_col, '"', '""') || '"';
 $$ language sql immutable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_is_null(var, column, type)
+--
+--      Expression that is true when a column's value is NULL. For a composite type (or a
+--      domain over one) "x is null" is also true for a value whose fields are all NULL, such
+--      as '(,)'; "x is not distinct from null" tests the value itself.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_is_null(i_var text, i_col text, i_type oid)
+returns text as $$
+declare
+    base oid := coalesce(nullif((select typbasetype from pg_type where oid = i_type), 0), i_type);
+begin
+    if (select typtype from pg_type where oid = base) = 'c' then
+        return format('%s is not distinct from null', cdc._cap_field(i_var, i_col));
+    end if;
+    return format('%s is null', cdc._cap_field(i_var, i_col));
+end;
+$$ language plpgsql stable;
 
 
 -- ----------------------------------------------------------------------
@@ -32,8 +72,8 @@ begin
     end if;
     if exists (select 1 from pg_cast
                 where castsource = base and casttarget = 'text'::regtype and castmethod = 'f') then
-        return format('case when %1$s is not null then format(''%%s'', %1$s) end',
-                      cdc._cap_field(i_var, i_col));
+        return format('case when not (%s) then format(''%%s'', %s) end',
+                      cdc._cap_is_null(i_var, i_col, i_type), cdc._cap_field(i_var, i_col));
     end if;
     return cdc._cap_field(i_var, i_col) || '::text';
 end;
@@ -139,7 +179,8 @@ $$ language sql immutable parallel safe;
 -- Function: cdc._cap_urlenc_pair(var, column, type)
 --
 --      "col=value" as logutriga writes it: the encoded name, and the encoded text output;
---      bool as t/f; NULL as the bare name (no '='); '' as "col=".
+--      bool as t/f; NULL as the bare name (no '='); '' as "col="; a composite whose fields
+--      are all NULL as its text, "cp=%28%2c%29".
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_urlenc_pair(i_var text, i_col text, i_type oid)
 returns text as $$
@@ -154,8 +195,8 @@ begin
                     'bool'::regtype, 'uuid'::regtype, 'oid'::regtype) then
         val := format('cdc._urlenc(%s)', val);
     end if;
-    return format('case when %s is null then %L else %L || %s end',
-                  cdc._cap_field(i_var, i_col), key, key || '=', val);
+    return format('case when %s then %L else %L || %s end',
+                  cdc._cap_is_null(i_var, i_col, i_type), key, key || '=', val);
 end;
 $$ language plpgsql stable;
 
@@ -186,3 +227,23 @@ create or replace function cdc._cap_sql_ident(i_name text)
 returns text as $$
     select quote_ident(i_name);
 $$ language sql immutable set search_path = pg_catalog, pg_temp;
+
+
+-- Upgrade: capture functions generated before their settings were pinned get the SET clauses
+-- of cdc._cap_settings() now, without waiting for the next `cdc attach` or column change.
+-- Functions that have them already are left alone, so a reinstall changes nothing.
+do $$
+declare
+    f regprocedure;
+begin
+    for f in
+        select p.oid::regprocedure
+          from pg_catalog.pg_proc p
+         where p.pronamespace = 'cdc'::regnamespace and p.proname ~ '^_cap_[0-9]+_[0-9]+$'
+           and p.prorettype = 'pg_catalog.trigger'::pg_catalog.regtype
+           and not coalesce(p.proconfig @> array['extra_float_digits=1', 'TimeZone=UTC'], false)
+    loop
+        execute format('alter function %s%s', f, cdc._cap_settings());
+    end loop;
+end;
+$$;

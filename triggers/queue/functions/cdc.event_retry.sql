@@ -17,6 +17,7 @@ returns integer as $$
 begin
     perform cdc._require(i_ev_id, 'event id');
     perform cdc._require(i_retry_time, 'retry time');
+    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     if cdc._retry_events(i_batch_id, array[i_ev_id], i_retry_time, null) = 0 then
         perform cdc._event_not_in_batch(i_batch_id, i_ev_id);
     end if;
@@ -46,6 +47,7 @@ create or replace function cdc.batch_retry(i_batch_id bigint, i_retry_seconds in
 returns integer as $$
 begin
     perform cdc._require(i_retry_seconds, 'retry seconds');
+    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     return cdc._retry_events(i_batch_id, null, now() + make_interval(secs => i_retry_seconds), null);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
@@ -69,6 +71,7 @@ declare
 begin
     perform cdc._require(i_ev_id, 'event id');
     perform cdc._require(i_reason, 'reason');
+    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     select * into b from cdc._batch(i_batch_id);
     execute format('insert into cdc.dead_letter (dl_queue, dl_consumer, dl_reason, ev_id, ev_time,'
                    ' ev_txid, ev_retry, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4)'

@@ -20,6 +20,7 @@ create or replace function cdc.get_batch_events(
     out ev_extra4   text)
 returns setof record as $$
 begin
+    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     return query execute cdc._batch_sql(i_batch_id);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
@@ -50,6 +51,7 @@ create or replace function cdc.get_batch_events(
     out ev_extra4    text)
 returns setof record as $$
 begin
+    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     return query execute cdc._batch_sql(i_batch_id, null, i_ev_id_from, i_ev_id_to);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
@@ -80,6 +82,7 @@ declare
     cur refcursor;
 begin
     perform cdc._require(i_cursor_name, 'cursor name');
+    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     cur := i_cursor_name;
     open cur no scroll for execute cdc._batch_sql(i_batch_id);
     return cur;
@@ -91,7 +94,7 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 -- Function: cdc.finish_batch(batch_id)
 --
 --      Closes a batch: the consumer's position moves to the batch's end tick. QC003 if the
---      batch is not open.
+--      batch is not open, QC014 if its consumer is another role's.
 --
 -- Returns:
 --      1
@@ -99,12 +102,14 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 -- ----------------------------------------------------------------------
 create or replace function cdc.finish_batch(i_batch_id bigint)
 returns integer as $$
+declare
+    s cdc.subscription;
 begin
-    perform cdc._require(i_batch_id, 'batch id');
+    s := cdc._batch_subscription(i_batch_id);  -- QC003, QC014
     update cdc.subscription
        set sub_last_tick = sub_next_tick, sub_next_tick = null, sub_batch = null, sub_active = now()
-     where sub_batch = i_batch_id;
-    if not found then
+     where sub_id = s.sub_id and sub_batch = i_batch_id;
+    if not found then  -- finished by a concurrent call since
         raise exception using errcode = 'QC003',
             message = format('batch %s is not open: it was finished already, or never existed', i_batch_id),
             hint = 'take a new batch with cdc.next_batch()';

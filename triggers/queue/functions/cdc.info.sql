@@ -107,3 +107,17 @@ create or replace function cdc.version()
 returns text as $$
     select '0.1.0'::text;
 $$ language sql immutable security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.get_queue_incarnation(queue_name)
+--
+--      Which incarnation of the queue this is: the OID of its event sequence, new each time
+--      a queue of that name is created again (its tick ids start again at 1). A consumer that
+--      keeps its own record of ticks (the drain's Delta commits) names them with it.
+--      QC001 for an unknown queue.
+-- ----------------------------------------------------------------------
+create or replace function cdc.get_queue_incarnation(i_queue_name text)
+returns bigint as $$
+    select q.queue_event_seq::regclass::oid::bigint from cdc._queue(i_queue_name) q;
+$$ language sql stable security definer set search_path = pg_catalog, pg_temp;

@@ -9,6 +9,7 @@
 --        - otherwise the first later tick with at least min_count new events or at least
 --          min_interval since the start (several ticks in one batch); none yet: no batch.
 --      With min_lag, a batch whose end tick is younger than min_lag is not opened yet.
+--      QC014 if the consumer is another role's (see cdc.register_consumer).
 --
 -- Returns:
 --      batch_id (NULL when there is no batch yet) and both ticks' ids, times and event
@@ -26,6 +27,7 @@ declare
     cur   cdc.tick;
 begin
     s := cdc._subscription(i_queue_name, i_consumer_name, true);
+    perform cdc._check_consumer_access(s);
     select * into prev from cdc.tick where tick_queue = s.sub_queue and tick_id = s.sub_last_tick;
     if s.sub_batch is not null then
         select * into cur from cdc.tick where tick_queue = s.sub_queue and tick_id = s.sub_next_tick;

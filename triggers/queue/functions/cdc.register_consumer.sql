@@ -2,7 +2,9 @@
 -- Function: cdc.register_consumer(queue_name, consumer_name)
 --
 --      Subscribes a consumer to a queue at the queue's latest tick: it sees every event
---      committed after that tick, none before.
+--      committed after that tick, none before. The consumer belongs to the session's role
+--      (SET ROLE's, else the login role): only that role's members and cdc_admin members may
+--      act for it afterwards (QC014 for others, also here when it is registered already).
 --
 -- Returns:
 --      1 if the consumer was registered, 0 if it was registered already.
@@ -27,7 +29,7 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 --      Subscribes a consumer at a given tick, or moves a registered consumer there (dropping
 --      its open batch, if any). The tick must still exist: ticks older than every
 --      consumer's position are removed by maintenance, and with them the events they
---      would need (QC004).
+--      would need (QC004). Moving another role's consumer: QC014.
 --
 -- Returns:
 --      1 if the consumer was registered, 0 if it was moved.
@@ -53,8 +55,10 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 -- ----------------------------------------------------------------------
 -- Function: cdc._subscribe(queue, consumer_name, tick_id, move)
 --
---      Creates the consumer if needed and its subscription at tick_id; an existing
---      subscription is moved there when move is true and left alone otherwise.
+--      Creates the consumer if needed and its subscription at tick_id, owned by the
+--      session's role (cdc._session_role); an existing subscription, once this session is
+--      found to be allowed to act for it, is moved there when move is true and left alone
+--      otherwise.
 -- ----------------------------------------------------------------------
 create or replace function cdc._subscribe(
     q cdc.queue, i_consumer_name text, i_tick_id bigint, i_move boolean)
@@ -65,12 +69,14 @@ begin
     perform cdc._check_name('consumer', i_consumer_name);
     insert into cdc.consumer (co_name) values (i_consumer_name) on conflict (co_name) do nothing;
     select co_id into cid from cdc.consumer where co_name = i_consumer_name;
-    insert into cdc.subscription (sub_queue, sub_consumer, sub_last_tick)
-    values (q.queue_id, cid, i_tick_id)
+    insert into cdc.subscription (sub_queue, sub_consumer, sub_last_tick, sub_owner)
+    values (q.queue_id, cid, i_tick_id, cdc._session_role())
     on conflict (sub_queue, sub_consumer) do nothing;
     if found then
         return 1;
     end if;
+    perform cdc._check_consumer_access(s)
+       from cdc.subscription s where s.sub_queue = q.queue_id and s.sub_consumer = cid;
     if i_move then
         update cdc.subscription
            set sub_last_tick = i_tick_id, sub_next_tick = null, sub_batch = null, sub_active = now()
@@ -85,7 +91,7 @@ $$ language plpgsql;
 -- Function: cdc.unregister_consumer(queue_name, consumer_name)
 --
 --      Removes a consumer's subscription, with its pending retries. QC002 if the consumer
---      is not registered on the queue.
+--      is not registered on the queue, QC014 if it is another role's.
 --
 -- Returns:
 --      1
@@ -98,10 +104,45 @@ declare
 begin
     q := cdc._queue(i_queue_name, true);
     s := cdc._subscription(i_queue_name, i_consumer_name, true);
+    perform cdc._check_consumer_access(s);
     delete from cdc.subscription where sub_id = s.sub_id;
     delete from cdc.consumer c
      where c.co_id = s.sub_consumer
        and not exists (select 1 from cdc.subscription where sub_consumer = c.co_id);
+    return 1;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.set_consumer_owner(queue_name, consumer_name, role_name)
+--
+--      Gives a consumer to another role (an exact role name, as in pg_roles; NULL: cdc_admin
+--      members only). For an administrator: after an upgrade, subscriptions made before
+--      consumers had owners may be used by cdc_admin members only until they get one; or
+--      when the drain moves to another login role.
+--
+-- Returns:
+--      1
+-- Tables: cdc.subscription
+-- ----------------------------------------------------------------------
+create or replace function cdc.set_consumer_owner(
+    i_queue_name text, i_consumer_name text, i_role_name text)
+returns integer as $$
+declare
+    s    cdc.subscription;
+    role oid;
+begin
+    s := cdc._subscription(i_queue_name, i_consumer_name, true);
+    if i_role_name is not null then
+        select oid into role from pg_catalog.pg_roles where rolname = i_role_name;
+        if role is null then
+            raise exception using errcode = 'QC006',
+                message = format('role %L does not exist', i_role_name),
+                hint = 'give a role name exactly as pg_roles.rolname spells it';
+        end if;
+    end if;
+    update cdc.subscription set sub_owner = role where sub_id = s.sub_id;
     return 1;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
