@@ -6,8 +6,11 @@ event. The snapshot registers the drain's consumer (if it is not yet), takes the
 (no batch is applied meanwhile), reads the table in one PostgreSQL snapshot S and overwrites
 the mirror target with it. The consumer's position is a tick taken before S, so the next
 batches hold every change committed after S, plus some already in S: applying those again
-is harmless, because folding ends each key at its last event (a full row, a delete, or
-sql-format column values that S already shows). No row is lost and none comes back.
+is harmless, because the fold (cdc.fold) decides each key by its last transaction that
+inserted or deleted it, and takes values from the last INSERT and later UPDATEs (full rows,
+or sql-format column values that S already shows): the same end state whether the target
+already shows some of those transactions or none (property-tested in tests/test_fold.py).
+No row is lost and none comes back.
 
 An interrupted snapshot leaves the target as it was (the overwrite is one Delta commit):
 run it again. Events already applied from batches the drain finished are in S too.
