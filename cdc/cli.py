@@ -166,7 +166,11 @@ def _pipeline_and_spark(args: argparse.Namespace, app: str) -> tuple[Pipeline, S
     from cdc import spark as spark_module
 
     pipeline = config.load(args.config)
-    return pipeline, spark_module.session(app)
+    session = spark_module.session(app)
+    # a failure reaches the user as one line (main); Spark's own logs of it (task failures
+    # with their Java traces, many lines) only with -v
+    session.sparkContext.setLogLevel("WARN" if args.verbose else "OFF")
+    return pipeline, session
 
 
 def cmd_drain(args: argparse.Namespace) -> int:

@@ -5,10 +5,12 @@ finished and nothing lost."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -95,6 +97,53 @@ def test_unwritable_target_folder_one_line_nothing_finished_nothing_lost(db, dsn
     proc = cli("drain", "--config", str(conf))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert same(db, spark, root, "a") and same(db, spark, root, "b")
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[None]:
+    """A tmpfs of the given size mounted on folder (unmounted at the end)."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_full_target_disk_one_line_nothing_finished_nothing_lost(db, dsn, spark, tmp_path):
+    """A target folder on a disk that fills up during the batch: the drain exits 1 with one
+    line saying the disk is full, the batch stays open, and once there is room a rerun
+    applies every change."""
+    root = tmp_path / "delta"
+    conf = write_config(tmp_path, dsn, root, [("public.a", "a"), ("public.b", "b")])
+    with small_disk(root, "3m"):
+        db.execute("insert into b values ('x', 1.5)")
+        assert cli("drain", "--config", str(conf)).returncode == 0  # the tables exist
+        # about 8 MB that no codec shrinks
+        db.execute(
+            "insert into a select g, (select string_agg(md5(random()::text || g || h), '')"
+            " from generate_series(1, 250) h) from generate_series(1, 1000) g"
+        )
+        proc = cli("drain", "--config", str(conf))
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("cdc: error:")]
+        assert len(errors) == 1 and "full" in errors[0], proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr and "\tat " not in proc.stderr, proc.stderr
+        info = db.execute(
+            "select current_batch from cdc.get_consumer_info('q') where consumer_name = 'delta'"
+        ).fetchone()
+        assert info[0] is not None  # the batch is open, not finished
+        subprocess.run(["mount", "-o", "remount,size=200m", str(root)], check=True)
+        proc = cli("drain", "--config", str(conf))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert same(db, spark, root, "a") and same(db, spark, root, "b")
 
 
 def quarantined(spark, root: Path) -> list[tuple[str, str]]:
