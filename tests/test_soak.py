@@ -3,7 +3,9 @@ capture format, while drains are SIGKILLed at random moments and stages and Post
 restarted under a running drain. A last clean drain must leave every mirror equal to its
 source and the history table with exactly one row per event.
 
-The seed is printed; ``CDC_SOAK_SEED=n`` replays a run.
+The seed is printed; ``CDC_SOAK_SEED=n`` replays a run, ``CDC_SOAK_SEED=random`` draws a new
+one (the suite uses a fixed seed, so that CI runs the same statements each time; the faults'
+timing still varies with the machine).
 """
 
 from __future__ import annotations
@@ -148,7 +150,8 @@ def finish(proc: subprocess.Popen[str], timeout: float = 240) -> tuple[int, str]
 def test_random_faults_then_exact_copy(cluster_dsn: str, spark, tmp_path: Path) -> None:
     """Drains killed at random times and stages, and a server restart mid-drain, lose and
     duplicate nothing: after a clean drain every table equals its source."""
-    seed = int(os.environ.get("CDC_SOAK_SEED", random.randrange(1 << 30)))
+    chosen = os.environ.get("CDC_SOAK_SEED", "684052193")
+    seed = random.randrange(1 << 30) if chosen == "random" else int(chosen)
     print(f"soak seed {seed}")
     rng = random.Random(seed)
     with psycopg.connect(cluster_dsn, autocommit=True) as conn:
