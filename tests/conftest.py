@@ -107,6 +107,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from cdc import spark as spark_module
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = spark_module.session("cdc-tests", {"spark.sql.warehouse.dir": str(warehouse)})
+    # 50 MB values pass through this one session, beside every other test's tables
+    settings = {"spark.sql.warehouse.dir": str(warehouse), "spark.driver.memory": "6g"}
+    session = spark_module.session("cdc-tests", settings)
     yield session
     session.stop()
