@@ -99,15 +99,6 @@ select cdc.detach(%(table)s::oid::regclass, %(queue)s);
 -- name: capture_info
 select * from cdc.get_capture_info();
 
--- name: capture_readable
--- Whether the capture registry exists and this role may read it.
-select coalesce(has_table_privilege(to_regclass('cdc.capture'), 'select'), false);
-
--- name: capture_pkey
--- The pkey= columns a table is captured with into a queue (null without them).
-select cap_options -> 'pkey' from cdc.capture
- where cap_schema = %(schema)s and cap_name = %(table)s and cap_queue = %(queue)s;
-
 -- name: capture_key_check
 -- Whether columns can serve as a table's key: those of them that may be null, and whether a
 -- valid, non-partial unique index on plain columns lies within them.
