@@ -78,6 +78,34 @@ def table_exists(spark: SparkSession, target: Target) -> bool:
     return spark.catalog.tableExists(target.location)
 
 
+def _is_commit(name: str) -> bool:
+    """A file of a Delta log that makes it a table: a commit, a checkpoint, the checkpoint
+    pointer, or the folder of coordinated commits."""
+    stem = name.split(".", 1)[0]
+    return (stem.isdigit() and len(stem) == 20) or name in ("_last_checkpoint", "_commits")
+
+
+def clear_uncommitted_log(spark: SparkSession, location: str) -> None:
+    """Removes the ``_delta_log`` folder of a table whose first commit never happened (a
+    process killed while creating it leaves the folder, empty or with a temporary file, and
+    Delta then refuses to create the table there: DELTA_TABLE_NOT_FOUND). Nothing was ever
+    committed in it, so nothing is lost; a log with any commit is left alone."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log_path = jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/_delta_log")
+    fs = log_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(log_path):
+        return
+    names = [status.getPath().getName() for status in fs.listStatus(log_path)]
+    if any(_is_commit(name) for name in names):
+        return
+    log.warning(
+        "%s: removing the log of a creation that never committed (%s)",
+        location, ", ".join(names) or "empty",
+    )  # fmt: skip
+    fs.delete(log_path, True)
+
+
 def ensure_table(
     spark: SparkSession, target: Target, schema: list[tuple[str, str]], key: list[str]
 ) -> None:
@@ -85,6 +113,8 @@ def ensure_table(
     from delta.tables import DeltaTable
 
     if not table_exists(spark, target):
+        if target.is_path:
+            clear_uncommitted_log(spark, target.location)
         builder = DeltaTable.createIfNotExists(spark)
         builder = (
             builder.location(target.location)

@@ -129,6 +129,22 @@ def test_sigkill_at_every_stage_then_rerun(db, dsn, spark, tmp_path):
         check(db, spark, root)
 
 
+def test_creation_killed_before_its_first_commit(db, dsn, spark, tmp_path):
+    """A drain killed while it created a target leaves a log folder without a commit (empty,
+    or with a temporary file): the next drain creates the table there and applies, instead
+    of marking the target failing."""
+    root = tmp_path / "delta"
+    (root / "a" / "_delta_log").mkdir(parents=True)
+    (root / "b" / "_delta_log").mkdir(parents=True)
+    (root / "b" / "_delta_log" / ".00000000000000000000.json.0f3c.tmp").write_text("{")
+    conf = write_config(tmp_path, dsn, root)
+    workload(db, 1)
+    with Drain(config.load(conf), spark) as drainer:
+        assert drainer.run() >= 1
+    check(db, spark, root)
+    assert not (root / "_quarantine_failing").exists()
+
+
 def test_writers_keep_writing_while_the_drain_runs(db, dsn, spark, tmp_path, connect):
     """Writers change the tables during the drains; after a last drain the copy is exact."""
     root = tmp_path / "delta"
