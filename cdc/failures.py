@@ -7,7 +7,7 @@ isolation of a failing table.
   finished, nothing lost, and a rerun after the fix goes on.
 - **Table** (a table's data or schema cannot be applied: Spark's analysis or a cast refused
   its MERGE, the table is gone, ``TableUnappliable``): that table is marked failing and the
-  others go on (cdc.drain).
+  others go on (cdc.pipeline.drain).
 - Anything else stops the run like an infrastructure failure (when unsure, stop: a rerun is
   cheaper than a resync).
 """

@@ -1,5 +1,5 @@
 """Maintenance job for spark-submit: OPTIMIZE (ordered by the first key column) and VACUUM the
-pipeline's Delta tables; safe beside a running drain (see cdc.maintain).
+pipeline's Delta tables; safe beside a running drain (see cdc.ops.maintain).
 
 With the same packages as jobs/drain.py::
 

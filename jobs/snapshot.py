@@ -1,5 +1,5 @@
 """Snapshot job for spark-submit: loads captured tables' existing rows into their Delta tables,
-consistently with the queue (see cdc.snapshot). Attach the tables' triggers first.
+consistently with the queue (see cdc.pipeline.snapshot). Attach the tables' triggers first.
 
 From the repository root, with the same packages as jobs/drain.py::
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: one PostgreSQL server per run (see tests/servers.py), a template
+"""Shared fixtures: one PostgreSQL server per run (see tests/support/servers.py), a template
 database with cdc installed built once, and a fresh clone of it for each test."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
-from cdc import install
-from tests import servers
-
-TEMPLATE = "cdc_test_template"
+from cdc.pg import install
+from tests.support import servers
+from tests.support.databases import TEMPLATE, create_database, drop_database
 
 
 @pytest.fixture(scope="session")
@@ -33,25 +30,6 @@ def admin_dsn() -> str:
 def server_version(admin_dsn: str) -> int:
     with psycopg.connect(admin_dsn) as conn:
         return conn.info.server_version
-
-
-def create_database(admin_dsn: str, name: str, template: str | None = None) -> str:
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-        )
-        stmt = sql.SQL("create database {}").format(sql.Identifier(name))
-        if template:
-            stmt = sql.SQL("{} template {}").format(stmt, sql.Identifier(template))
-        conn.execute(stmt)
-    return make_conninfo(admin_dsn, dbname=name)
-
-
-def drop_database(admin_dsn: str, name: str) -> None:
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-        )
 
 
 @pytest.fixture(scope="session")

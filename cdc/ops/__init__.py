@@ -1,0 +1,1 @@
+"""Operating a pipeline: status and metrics, Delta maintenance, and ``cdc sql``."""

@@ -1,0 +1,3 @@
+"""Everything that talks to PostgreSQL, without Spark: the queue engine's install, its
+producer and consumer clients, the catalog's column types, capture (attach / detach), the
+ticker, and the SQL files that ship in ``cdc/sql``."""

@@ -1,0 +1,125 @@
+"""Source rows and Delta rows in one comparable form: the demo's and the tests' check that a
+mirror equals its source.
+
+Strings are compared as the source's text output (what the events carry), dates and
+timestamps as the text of their days / microseconds since the epoch (any year), floats by
+repr (so NaN equals NaN), bytes as bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc.pg import pgtypes
+
+
+def source_rows(
+    conn: psycopg.Connection, schema: str, table: str, cols: list[pgtypes.Column] | None = None
+) -> list[tuple[Any, ...]]:
+    """The table's rows, ordered by key (the primary key, unless cols mark another), in the
+    form delta_rows gives."""
+    cols = cols if cols is not None else pgtypes.columns(conn, schema, table)
+    return [normal(row) for row in conn.execute(source_query(schema, table, cols)).fetchall()]
+
+
+# Dates and timestamps compare as text of whole days / microseconds since 1970-01-01 (both
+# sides count in the proleptic Gregorian calendar), so that years before 1 and after 9999,
+# which Python's datetime cannot hold, compare too; infinity keeps its text.
+_EPOCH_DAY = "case when isfinite({0}) then ({0} - date '1970-01-01')::text else {0}::text end"
+_EPOCH_MICROS = (
+    "case when isfinite({0}) then (extract(epoch from {0}) * 1000000)::numeric(40,0)::text"
+    " else {0}::text end"
+)
+_ARRAY = (
+    "case when {0} is not null then coalesce((select array_agg({1} order by n)"
+    " from unnest({0}) with ordinality as u(e, n)), '{{}}') end"
+)
+
+
+def _source_expr(ident: sql.Composable, spark_type: str) -> sql.Composable:
+    if spark_type.startswith("array<"):
+        element = spark_type[len("array<") : -1]
+        if element in ("date", "timestamp", "timestamp_ntz"):
+            each = _source_expr(sql.Identifier("e"), element)
+            return sql.SQL(_ARRAY).format(ident, each)
+        if element == "string":
+            return sql.SQL("{}::text[]").format(ident)
+        if element == "float":
+            return sql.SQL("{}::float8[]").format(ident)  # exact widening, as Spark's
+        return ident
+    if spark_type == "string":
+        # ::text is null only for NULL ("x is null" is also true of a composite whose fields
+        # are all NULL, '(,)')
+        return sql.SQL("case when {0}::text is not null then format('%s', {0}) end").format(ident)
+    if spark_type == "date":
+        return sql.SQL(_EPOCH_DAY).format(ident)
+    if spark_type in ("timestamp", "timestamp_ntz"):
+        return sql.SQL(_EPOCH_MICROS).format(ident)
+    if spark_type == "float":
+        return sql.SQL("{}::float8").format(ident)  # exact widening, as Spark's
+    return ident
+
+
+def source_query(schema: str, table: str, cols: list[pgtypes.Column]) -> sql.Composed:
+    """The query of the table's rows, ordered by key, whose rows normal() makes comparable."""
+    exprs = [_source_expr(sql.Identifier(c.name), c.spark_type) for c in cols]
+    keys = [sql.Identifier(c.name) for c in cols if c.is_key]
+    return sql.SQL("select {} from {}.{} order by {}").format(
+        sql.SQL(", ").join(exprs),
+        sql.Identifier(schema),
+        sql.Identifier(table),
+        sql.SQL(", ").join(keys),
+    )
+
+
+def delta_rows(
+    spark: SparkSession, location: str, columns: list[pgtypes.Column]
+) -> list[tuple[Any, ...]]:
+    """The Delta table's rows (read with Spark), ordered by key."""
+    keys = [F.col(f"`{c.name}`") for c in columns if c.is_key]
+    frame = delta_frame(spark, location, columns)
+    return [normal(tuple(r)) for r in frame.orderBy(*keys).collect()]
+
+
+def delta_frame(
+    spark: SparkSession, location: str, columns: list[pgtypes.Column], version: int | None = None
+) -> DataFrame:
+    """The Delta table's rows (at a version, or the latest) as Spark rows that normal() makes
+    comparable with source_query's."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    frame = reader.load(location) if "/" in location else reader.table(location)
+    exprs = [_delta_expr(F.col(f"`{c.name}`"), c.spark_type).alias(c.name) for c in columns]
+    return frame.select(*exprs)
+
+
+def _delta_expr(col: Column, spark_type: str) -> Column:
+    if spark_type.startswith("array<"):
+        element = spark_type[len("array<") : -1]
+        if element in ("date", "timestamp", "timestamp_ntz"):
+            return F.transform(col, lambda x: _delta_expr(x, element))
+        return col
+    if spark_type == "date":
+        return F.unix_date(col).cast("string")
+    if spark_type in ("timestamp", "timestamp_ntz"):
+        return F.unix_micros(col.cast("timestamp")).cast("string")
+    return col
+
+
+def normal(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for v in row:
+        if isinstance(v, bytes | bytearray | memoryview):
+            v = bytes(v)
+        elif isinstance(v, float):
+            v = repr(v)
+        elif isinstance(v, list):
+            v = tuple(repr(x) if isinstance(x, float) else x for x in v)
+        out.append(v)
+    return tuple(out)

@@ -1,0 +1,107 @@
+"""The failing marks of a pipeline's targets: a small Delta table beside the quarantine
+(``<quarantine>_failing``), appended to, never rewritten.
+
+A row says that a target became failing at a tick, and why (``state = 'failing'``), or that
+``cdc resync`` recovered it (``state = 'resynced'``); a target's last row is its state. The
+drain writes a batch's new marks in one commit marked with the batch's idempotent-write
+version (a rerun after a crash does not write them twice), before it quarantines the events
+and finishes the batch: a failing target's events of that batch and of every later batch
+go to the quarantine until a resync, so a crash at any point loses none of them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cdc.targets import merge
+
+SCHEMA = [
+    ("target", "string"),
+    ("source", "string"),
+    ("state", "string"),  # failing | resynced
+    ("reason", "string"),
+    ("tick_id", "long"),
+    ("at", "timestamp"),
+]
+FAILING = "failing"
+RESYNCED = "resynced"
+
+
+@dataclass(frozen=True)
+class Mark:
+    target: str
+    source: str
+    reason: str
+    tick_id: int | None  # the tick of the batch at which it became failing
+    at: dt.datetime | None
+
+
+def current(rows: list[dict[str, Any]]) -> dict[str, Mark]:
+    """The failing targets among these rows of the marks table (each target's last row)."""
+    last: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: (r["at"] is not None, r["at"] or 0)):
+        last[row["target"]] = row
+    return {
+        target: Mark(target, row["source"], row["reason"], row["tick_id"], row["at"])
+        for target, row in last.items()
+        if row["state"] == FAILING
+    }
+
+
+def read(spark: SparkSession, location: str) -> dict[str, Mark]:
+    """The failing targets, read with Spark (no table: none)."""
+    target = merge.Target(location, "", 0)
+    if not merge.table_exists(spark, target):
+        return {}
+    frame = spark.read.table(location) if not target.is_path else None
+    if frame is None:
+        frame = spark.read.format("delta").load(location)
+    return current([row.asDict() for row in frame.collect()])
+
+
+def read_local(location: str) -> dict[str, Mark]:
+    """The failing targets, read with delta-rs (no JVM; a path location only)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+
+    if "/" not in location or not DeltaTable.is_deltatable(location):
+        return {}
+    # through the query engine: it reads column-mapped tables (DeltaTable.to_pyarrow does not)
+    result = QueryBuilder().register("f", DeltaTable(location)).execute("select * from f")
+    return current(pa.table(result.read_all()).to_pylist())
+
+
+def _append(
+    spark: SparkSession, target: merge.Target, rows: list[tuple[Any, ...]], idempotent: bool
+) -> None:
+    merge.ensure_table(spark, target, SCHEMA, [])
+    schema = ", ".join(f"{merge.quote(n)} {t}" for n, t in SCHEMA)
+    frame = spark.createDataFrame(rows, schema).withColumn("at", F.current_timestamp())
+    if idempotent:
+        merge.write(frame, target, "append")
+    else:
+        merge.save(frame.write.format("delta").mode("append"), target)
+
+
+def mark(spark: SparkSession, target: merge.Target, marks: dict[str, tuple[str, str]]) -> None:
+    """Marks targets failing at the batch's tick (target.version): {target: (source, reason)},
+    in one commit with the batch's idempotent-write marks."""
+    if marks:
+        rows = [
+            (name, source, FAILING, reason, target.version, None)
+            for name, (source, reason) in sorted(marks.items())
+        ]
+        _append(spark, target, rows, idempotent=True)
+
+
+def clear(
+    spark: SparkSession, location: str, source: str, targets: list[str], tick_id: int | None
+) -> None:
+    """Marks the targets of a source recovered (cdc resync), as of the consumer's tick."""
+    rows = [(name, source, RESYNCED, "resynced", tick_id, None) for name in targets]
+    _append(spark, merge.Target(location, "resync", 0), rows, idempotent=False)

@@ -1,0 +1,365 @@
+"""A source table's schema against its Delta table, every batch, before its events are applied.
+
+``reconcile`` looks at the source's columns (cdc.pg.pgtypes) and the target's schema and:
+
+- refuses (``TableUnappliable``) two source columns whose names differ only in case: Delta
+  column names are case-insensitive, so the target cannot hold both;
+- widens a Delta column whose source column was retyped to a type Delta can widen it to
+  without loss (Delta's type widening: smallint -> int -> bigint, an integer to a decimal
+  with as many integer digits or to double, float -> double, decimal(p,s) -> decimal(p+k1,
+  s+k2) with k1 >= k2 >= 0, date -> timestamp_ntz), with ``ALTER TABLE ... ALTER COLUMN ...
+  TYPE`` (the table gets Delta's typeWidening feature);
+- keeps any other retyped column at its Delta type, and checks each value: it is written
+  only when it converts to the Delta type and back to the source's type unchanged (a string
+  column takes the event's text as it is); otherwise the event goes to quarantine with the
+  reason ("column x is int in Delta but string in the source: resync the table");
+- quarantines an INSERT or UPDATE that carries a column the source no longer has (renamed or
+  dropped while the event waited in the queue): its value would otherwise be lost;
+- adds the columns the target lacks; when the source rows that existed before a column was
+  added hold a value without any event (``ADD COLUMN ... DEFAULT`` with a default that is not
+  volatile: PostgreSQL's missing value), the Delta rows get that value before the batch, and
+  events written before the column existed (they do not carry it) are read with it. A
+  column added with a volatile default, as an identity or a generated column, holds per-row
+  values only the source knows: ``TableUnappliable`` asking for a resync when the target
+  has rows;
+- makes a Delta column nullable once it is no longer part of the source's key (the key
+  moved, the column was dropped), and, when the key moved to other columns, checks that the
+  Delta rows are unique and complete by the new key (else ``TableUnappliable``).
+
+The backfill is two commits (the ALTER and an UPDATE); the target's property
+``cdc.backfill`` records it as pending first, so a drain killed in between completes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+
+import psycopg
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc.errors import TableUnappliable
+from cdc.pg import pgarray, sqlfiles
+from cdc.pg.pgtypes import Column
+from cdc.pipeline.decode import cast_text, quote, value
+from cdc.targets import fold, merge
+
+log = logging.getLogger("cdc.schema_drift")
+
+BACKFILL = "cdc.backfill"  # target property: {column: text} still to be filled in
+KEY = "cdc.key"  # target property: the key columns, once the key moved
+INTEGERS = {"byte": 3, "short": 5, "int": 10, "long": 20}  # integer digits
+DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
+
+
+@dataclass(frozen=True)
+class Fill:
+    """What the rows that predate a column hold in it, per the source's catalog."""
+
+    missing: dict[str, str] = field(default_factory=dict)  # column -> its missing value
+    per_row: frozenset[str] = frozenset()  # columns whose old rows hold per-row values
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How a table's events are written to its target this batch.
+
+    columns: the source columns with the Spark types their values are written as (the
+    Delta column's type where it differs); source_types: for those, the source's own type;
+    missing: per column index, the text of the value events written before the column
+    existed stand for."""
+
+    columns: list[Column]
+    source_types: dict[int, str] = field(default_factory=dict)
+    missing: dict[int, str] = field(default_factory=dict)
+
+    def rewrite_kv(self, kv: SparkColumn) -> SparkColumn:
+        """The event's column -> text map, with the missing value of each column that an
+        INSERT or a full-row UPDATE (json, urlenc) lacks: such an event predates the column."""
+        op, fmt = F.col("op"), F.col("fmt")
+        full_row = (op == "I") | ((op == "U") & (fmt != "sql"))
+        for i, text in self.missing.items():
+            name = self.columns[i].name
+            kv = F.when(
+                full_row & ~F.map_contains_key(kv, F.lit(name)),
+                F.map_concat(kv, F.create_map(F.lit(name), F.lit(text))),
+            ).otherwise(kv)
+        return kv
+
+    def reason(self, kv: SparkColumn) -> SparkColumn:
+        """Why an event cannot be written (null when it can): a column the source does not
+        have, or a value that does not fit its Delta column exactly."""
+        op = F.col("op")
+        names = F.array(*[F.lit(c.name) for c in self.columns])
+        unknown = F.array_sort(F.array_except(F.map_keys(kv), names))
+        reason = F.when(
+            op.isin("I", "U") & (F.size(unknown) > 0),
+            F.concat(
+                F.lit("column(s) "),
+                F.array_join(unknown, ", "),
+                F.lit(
+                    " not in the source table (renamed or dropped while the event waited in"
+                    " the queue): resync the table"
+                ),
+            ),
+        )
+        for i, source_type in self.source_types.items():
+            c = self.columns[i]
+            if c.spark_type == "string":
+                continue  # the event's text, as it is
+            raw = kv.getItem(c.name)
+            typed = cast_text(raw, source_type)
+            slot = F.col(value(i))
+            fits = (
+                slot.isNotNull() & typed.isNotNull() & slot.try_cast(source_type).eqNullSafe(typed)
+            )
+            reason = reason.when(
+                op.isin("I", "U") & raw.isNotNull() & ~fits,
+                F.lit(
+                    f"column {c.name} is {c.spark_type} in Delta but {source_type} in the"
+                    " source, and this value does not fit the Delta column: resync the table"
+                ),
+            )
+        return reason
+
+
+def canonical(delta_type: str) -> str:
+    """A Spark type's simple string in cdc.pg.pgtypes' words (smallint -> short, ...)."""
+    out = re.sub(r"\bsmallint\b", "short", delta_type)
+    out = re.sub(r"\btinyint\b", "byte", out)
+    return re.sub(r"\bbigint\b", "long", out)
+
+
+def widens(old: str, new: str) -> bool:
+    """Whether Delta's type widening turns a column of type old into new without changing
+    any value (PostgreSQL's conversion of the same retype gives the same values)."""
+    decimal_new = DECIMAL.match(new)
+    if old in INTEGERS:
+        if new in INTEGERS:
+            return INTEGERS[new] > INTEGERS[old]
+        if new == "double":
+            return old != "long"
+        if decimal_new:
+            precision, scale = int(decimal_new[1]), int(decimal_new[2])
+            return precision - scale >= INTEGERS[old]
+        return False
+    decimal_old = DECIMAL.match(old)
+    if decimal_old and decimal_new:
+        p1, s1, p2, s2 = (int(x) for x in (*decimal_old.groups(), *decimal_new.groups()))
+        return s2 >= s1 and p2 - s2 >= p1 - s1
+    return (old, new) in {("float", "double"), ("date", "timestamp_ntz")}
+
+
+def case_clash(columns: list[Column]) -> list[str]:
+    """The source column names that another one equals but for case."""
+    seen: dict[str, list[str]] = {}
+    for c in columns:
+        seen.setdefault(c.name.lower(), []).append(c.name)
+    return [n for names in seen.values() if len(names) > 1 for n in names]
+
+
+def fill_of(conn: psycopg.Connection, schema: str, table: str) -> Fill:
+    """The source catalog's account of the rows that predate each column."""
+    args = {"schema": schema, "table": table}
+    rows = conn.execute(sqlfiles.query("column_fill"), args).fetchall()
+    missing: dict[str, str] = {}
+    per_row = set()
+    for name, missing_text, own in rows:
+        if own:
+            per_row.add(name)
+        elif missing_text is not None:
+            try:
+                elements = pgarray.parse(missing_text)
+            except pgarray.ArrayLiteralError:
+                per_row.add(name)  # not readable here: better a resync than a guess
+                continue
+            if elements and elements[0] is not None:
+                missing[name] = elements[0]
+    return Fill(missing, frozenset(per_row))
+
+
+def reconcile(
+    spark: SparkSession,
+    conn: psycopg.Connection,
+    target: merge.Target,
+    source: tuple[str, str],
+    columns: list[Column],
+    mode: str,
+) -> Drift:
+    """Brings the target's schema in line with the source's columns where that is lossless,
+    and says how this batch's events are written (see the module docstring). Raises
+    TableUnappliable when the target cannot follow the source."""
+    name = f"{source[0]}.{source[1]}"
+    clash = case_clash(columns)
+    if clash:
+        raise TableUnappliable(
+            name,
+            f"columns {', '.join(clash)} differ only in case, and Delta column names are"
+            " case-insensitive: rename one of them in the source, or leave all but one out"
+            " of the capture (cdc attach --ignore), then resync the table",
+        )
+    fill = fill_of(conn, *source) if mode == "mirror" else Fill()
+    if not merge.table_exists(spark, target):
+        merge.ensure_target(spark, target, columns, mode)
+        return Drift(columns, missing=_missing(columns, fill))
+    props = _properties(spark, target)
+    if props.get(BACKFILL):
+        _finish_backfill(spark, target, json.loads(props[BACKFILL]))
+    fields = {f.name.lower(): f for f in spark.table(target.sql_name).schema.fields}
+    written: list[Column] = []
+    source_types: dict[int, str] = {}
+    for i, c in enumerate(columns):
+        found = fields.get(c.name.lower())
+        delta_type = canonical(found.dataType.simpleString()) if found else c.spark_type
+        if delta_type != c.spark_type and widens(delta_type, c.spark_type):
+            _widen(spark, target, found.name, c.spark_type, props)
+            delta_type = c.spark_type
+        if delta_type != c.spark_type:
+            source_types[i] = c.spark_type
+            log.warning(
+                "%s: column %s is %s in Delta but %s in the source: values that do not fit"
+                " go to quarantine",
+                name, c.name, delta_type, c.spark_type,
+            )  # fmt: skip
+        written.append(Column(c.name, c.pg_type, delta_type, c.is_key))
+    added = [c for c in columns if c.name.lower() not in fields]
+    if added and mode == "mirror":
+        _add_columns(spark, target, name, added, fill)
+    elif added:
+        merge.ensure_target(spark, target, columns, mode)
+    if mode == "mirror":
+        _follow_key(spark, target, name, written, fields, props.get(KEY))
+    return Drift(written, source_types, _missing(columns, fill))
+
+
+def _missing(columns: list[Column], fill: Fill) -> dict[int, str]:
+    return {i: fill.missing[c.name] for i, c in enumerate(columns) if c.name in fill.missing}
+
+
+def _properties(spark: SparkSession, target: merge.Target) -> dict[str, str]:
+    rows = spark.sql(f"show tblproperties {target.sql_name}").collect()
+    return {r[0]: r[1] for r in rows}
+
+
+def _has_rows(spark: SparkSession, target: merge.Target) -> bool:
+    return bool(spark.table(target.sql_name).limit(1).count())
+
+
+def _widen(
+    spark: SparkSession, target: merge.Target, column: str, new_type: str, props: dict[str, str]
+) -> None:
+    wanted = {"delta.enableTypeWidening": "true"}
+    if new_type == "timestamp_ntz":
+        wanted["delta.feature.timestampNtz"] = "supported"
+    todo = {k: v for k, v in wanted.items() if props.get(k) != v}
+    if todo:
+        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in todo.items())
+        spark.sql(f"alter table {target.sql_name} set tblproperties ({pairs})")
+        props.update(todo)
+    spark.sql(f"alter table {target.sql_name} alter column {quote(column)} type {new_type}")
+    log.info("%s: column %s widened to %s", target.location, column, new_type)
+
+
+def _add_columns(
+    spark: SparkSession, target: merge.Target, name: str, added: list[Column], fill: Fill
+) -> None:
+    """Adds columns to a mirror; the rows it has get each column's missing value."""
+    pending: dict[str, str] = {}
+    if _has_rows(spark, target):
+        per_row = [c.name for c in added if c.name in fill.per_row]
+        if per_row:
+            raise TableUnappliable(
+                name,
+                f"column(s) {', '.join(per_row)} were added with a volatile default (or as"
+                " identity or generated columns): the rows that existed before hold values"
+                " only the source knows; resync the table",
+            )
+        pending = {c.name: fill.missing[c.name] for c in added if c.name in fill.missing}
+    if pending:
+        spark.sql(
+            f"alter table {target.sql_name} set tblproperties"
+            f" ('{BACKFILL}' = '{_sql_text(json.dumps(pending))}')"
+        )
+    cols = ", ".join(f"{quote(c.name)} {c.spark_type}" for c in added)
+    spark.sql(f"alter table {target.sql_name} add columns ({cols})")
+    if pending:
+        _finish_backfill(spark, target, pending)
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _finish_backfill(spark: SparkSession, target: merge.Target, fills: dict[str, str]) -> None:
+    """Fills in the columns the target's cdc.backfill property names (rows that are null
+    there predate the column: no event has been applied to it yet), then drops the mark."""
+    from delta.tables import DeltaTable
+
+    types = {f.name: f.dataType.simpleString() for f in spark.table(target.sql_name).schema}
+    table = (
+        DeltaTable.forPath(spark, target.location)
+        if target.is_path
+        else DeltaTable.forName(spark, target.location)
+    )
+    for column, text in fills.items():
+        if column not in types:
+            continue
+        table.update(
+            F.col(quote(column)).isNull(),
+            {quote(column): cast_text(F.lit(text), canonical(types[column]))},
+        )
+    spark.sql(f"alter table {target.sql_name} unset tblproperties ('{BACKFILL}')")
+    log.info("%s: existing rows given the default of %s", target.location, ", ".join(fills))
+
+
+def _follow_key(
+    spark: SparkSession,
+    target: merge.Target,
+    name: str,
+    columns: list[Column],
+    fields: dict,
+    recorded: str | None,
+) -> None:
+    """Makes non-key columns nullable; after a key change, checks the rows by the new key."""
+    key = [c.name for c in columns if c.is_key]
+    old_key = (
+        json.loads(recorded) if recorded else [f.name for f in fields.values() if not f.nullable]
+    )
+    if sorted(k.lower() for k in old_key) != sorted(k.lower() for k in key):
+        _check_new_key(spark, target, name, columns, old_key)
+        value_text = _sql_text(json.dumps(key))
+        spark.sql(f"alter table {target.sql_name} set tblproperties ('{KEY}' = '{value_text}')")
+    lowered = {k.lower() for k in key}
+    for f in fields.values():  # (columns added this batch are nullable)
+        if not f.nullable and f.name.lower() not in lowered:
+            spark.sql(f"alter table {target.sql_name} alter column {quote(f.name)} drop not null")
+            log.info("%s: column %s is no longer a key: nullable", target.location, f.name)
+
+
+def _check_new_key(
+    spark: SparkSession,
+    target: merge.Target,
+    name: str,
+    columns: list[Column],
+    old_key: list[str],
+) -> None:
+    """The target's rows must be complete and unique by the new key to be matched by it."""
+    keys = [c for c in columns if c.is_key]
+    frame: DataFrame = spark.table(target.sql_name)
+    exprs = [
+        fold.norm_numeric(F.col(quote(c.name))) if fold.is_numeric_text(c) else F.col(quote(c.name))
+        for c in keys
+    ]
+    incomplete = frame.where(F.greatest(*[e.isNull() for e in exprs], F.lit(False)))
+    total = frame.count()
+    if total and (incomplete.limit(1).count() or frame.select(*exprs).distinct().count() != total):
+        raise TableUnappliable(
+            name,
+            f"its primary key changed from ({', '.join(old_key)}) to"
+            f" ({', '.join(c.name for c in keys)}), and the Delta rows are not unique and"
+            " complete by the new key: resync the table",
+        )
