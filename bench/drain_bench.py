@@ -43,14 +43,14 @@ import psycopg
 import pyarrow as pa
 from psycopg.conninfo import make_conninfo
 
-from bench.queue_bench import (
+from bench.common import (
     BenchError,
-    _progress,
     check_args,
     cluster,
     common_arguments,
     git_state,
     machine_info,
+    progress,
     server_info,
     write_json,
 )
@@ -59,7 +59,8 @@ from cdc.pg import capture, install, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline.drain import Drain
-from cdc.targets import merge
+from cdc.targets import delta_table
+from cdc.targets.table import TableRef
 
 TABLE_DDL = (
     "create table {t} (id bigint primary key, a text, b int, c numeric(12,2), d timestamptz,"
@@ -127,7 +128,7 @@ def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: 
     tables = ["t1", "t2", "t3"]
     _setup(dsn, tables, ("cold", "warm"))
     rows = events // 4 // len(tables)  # 25% inserts
-    _progress(f"throughput: backlog of {events:,} events ({rows:,} rows per table)")
+    progress(f"throughput: backlog of {events:,} events ({rows:,} rows per table)")
     with psycopg.connect(dsn, autocommit=True) as conn:
         for t in tables:
             conn.execute(f"insert into {t} select {ROW} from generate_series(1, {rows}) g")
@@ -155,7 +156,7 @@ def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: 
             "events_per_s": total / elapsed,
             "phases": {p: sum(b.get(p, 0.0) for b in batches) for p in PHASES},
         }
-        _progress(f"throughput, {consumer}: {out[consumer]}")
+        progress(f"throughput, {consumer}: {out[consumer]}")
     return out
 
 
@@ -213,7 +214,7 @@ def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float)
     follower.start()
     time.sleep(8)  # the first batch creates the table; the measure starts after it
     poller.start()
-    _progress(f"freshness: {rate} events/s for {seconds:.0f} s")
+    progress(f"freshness: {rate} events/s for {seconds:.0f} s")
     write()
     time.sleep(10)
     drain.stopping.set()
@@ -249,9 +250,9 @@ def scale(admin_dsn: str, spark: Any, root: Path, sizes: list[int], batch: int) 
         target = root / "scale" / name
         with psycopg.connect(dsn, autocommit=True) as conn:
             columns = pgtypes.columns(conn, "public", name)
-        _progress(f"scale: a {size:,}-row Delta target")
-        tgt = merge.Target(str(target), "bench/prefill", 1)
-        merge.ensure_table(spark, tgt, [(c.name, c.spark_type) for c in columns], ["id"])
+        progress(f"scale: a {size:,}-row Delta target")
+        schema = [(c.name, c.spark_type) for c in columns]
+        delta_table.ensure(spark, TableRef(str(target)), schema, ["id"])
         spark.range(1, size + 1).selectExpr(
             "id",
             "concat('row ', id) as a",
@@ -387,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                 facts["freshness"] = freshness(
                     admin, spark, root, args.rate, args.freshness_seconds
                 )
-                _progress(f"freshness: {facts['freshness']}")
+                progress(f"freshness: {facts['freshness']}")
             if "scale" in measures:
                 facts["scale"] = scale(admin, spark, root, sizes, args.scale_batch)
     except BenchError as exc:

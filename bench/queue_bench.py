@@ -39,16 +39,11 @@ matplotlib (``.venv/bin/pip install matplotlib``).
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,23 +52,23 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from bench.common import (
+    INSTALL_HINT,
+    BenchError,
+    backend_cpu_ns,
+    check_args,
+    cluster,
+    common_arguments,
+    debian_pgq_control,
+    git_state,
+    machine_info,
+    progress,
+    server_info,
+    write_json,
+)
 from cdc.pg import install
 from tests.support import servers
 
-DEFAULT_PGBIN = Path("/usr/lib/postgresql/15/bin")
-INSTALL_HINT = "apt-get install postgresql-15 postgresql-15-pgq3"
-REPORTED_SETTINGS = (
-    "fsync",
-    "synchronous_commit",
-    "full_page_writes",
-    "wal_level",
-    "shared_buffers",
-    "work_mem",
-    "max_wal_size",
-    "checkpoint_timeout",
-    "jit",
-    "autovacuum",
-)
 # 100 bytes, JSON-like, as a row change would carry
 PAYLOAD = (
     '{"op":"U","table":"public.orders","id":1234567,"status":"shipped","note":"'.ljust(98, "x")
@@ -95,31 +90,6 @@ class Sizes:
 
 FULL = Sizes(single=5_000, bulk=100_000, batch=1_000_000)
 QUICK = Sizes(single=500, bulk=10_000, batch=50_000)
-
-
-class BenchError(Exception):
-    """A precondition failed; the message says what to do."""
-
-
-# ---------------------------------------------------------------------------------------
-# The throwaway cluster
-
-
-@contextmanager
-def cluster(pgbin: Path, settings: dict[str, str]) -> Iterator[str]:
-    """A throwaway cluster (tests/support/servers.py), with its errors as BenchError."""
-    try:
-        with servers.cluster(pgbin, settings) as dsn:
-            yield dsn
-    except servers.ClusterError as exc:
-        raise BenchError(f"{exc}: {INSTALL_HINT}") from exc
-
-
-def _debian_pgq_control(pgbin: Path) -> Path | None:
-    """Where Debian's postgresql-NN-pgq3 puts pgq.control for this bin dir, if Debian-laid-out."""
-    if pgbin.name == "bin" and pgbin.parent.parent == Path("/usr/lib/postgresql"):
-        return Path("/usr/share/postgresql") / pgbin.parent.name / "extension" / "pgq.control"
-    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -236,14 +206,6 @@ def read_events_server(eng: Engine, batch_id: int) -> int:
     return 0 if row is None else int(row[0])
 
 
-def backend_cpu_ns(pid: int) -> int | None:
-    """CPU time a server process has used so far (Linux schedstat), None if unreadable."""
-    try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 # ---------------------------------------------------------------------------------------
 # Running and reporting
 
@@ -309,7 +271,7 @@ def measure(
             m.seconds.setdefault(eng.key, []).append(seconds)
             if cpu0 is not None and cpu1 is not None:
                 m.cpu_seconds.setdefault(eng.key, []).append((cpu1 - cpu0) / 1e9)
-            _progress(f"  {m.key} rep {rep + 1} {eng.key}: {n / seconds:,.0f} ev/s")
+            progress(f"  {m.key} rep {rep + 1} {eng.key}: {n / seconds:,.0f} ev/s")
     return m
 
 
@@ -327,7 +289,7 @@ def open_big_batch(eng: Engine, n: int) -> int:
     batch_id = eng.scalar("next_batch", READ_QUEUE, CONSUMER)
     if batch_id is None:
         raise BenchError(f"{eng.label}: next_batch returned no batch")
-    _progress(
+    progress(
         f"  {eng.key}: {n:,} events loaded in {time.perf_counter() - t0:.1f}s, batch {batch_id}"
     )
     return int(batch_id)
@@ -338,66 +300,6 @@ def explain_batch(eng: Engine, batch_id: int) -> str:
     text = eng.scalar(func, batch_id)
     rows = eng.conn.execute(b"explain (analyze, buffers) " + text.encode()).fetchall()
     return f"-- {eng.label}\n-- {text}\n" + "\n".join(r[0] for r in rows)
-
-
-def server_info(conn: psycopg.Connection) -> tuple[str, dict[str, str]]:
-    version = conn.execute("select version()").fetchone()
-    rows = conn.execute(
-        "select name, setting, unit from pg_settings where name = any(%s) order by name",
-        (list(REPORTED_SETTINGS),),
-    ).fetchall()
-    settings = {name: _with_unit(setting, unit) for name, setting, unit in rows}
-    return (version[0] if version else "?"), settings
-
-
-def _with_unit(setting: str, unit: str | None) -> str:
-    if unit == "8kB":
-        return f"{int(setting) * 8 // 1024}MB"
-    if unit in ("kB", "MB", "s", "ms", "min"):
-        return f"{setting}{unit}"
-    return setting
-
-
-def machine_info() -> dict[str, Any]:
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        mem_gb = round(pages * size / 2**30, 1)
-    except (ValueError, OSError):
-        pass
-    return {
-        "cpus": os.cpu_count(),
-        "cpu_model": model,
-        "memory_gb": mem_gb,
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "psycopg": psycopg.__version__,
-    }
-
-
-def git_state() -> dict[str, Any]:
-    """The commit the engine's SQL comes from, and whether cdc/ differs from it."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
-        )
-        diff = subprocess.run(
-            ["git", "-C", str(root), "diff", "--quiet", "HEAD", "--", "cdc"],
-            capture_output=True,
-        )
-    except OSError:
-        return {"commit": None, "dirty": None}
-    commit = head.stdout.strip() if head.returncode == 0 else None
-    return {"commit": commit, "dirty": diff.returncode == 1 if commit else None}
 
 
 def format_table(measures: list[Measure]) -> str:
@@ -458,28 +360,24 @@ def plot(measures: list[Measure], path: Path, subtitle: str) -> None:
     plt.close(fig)
 
 
-def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[Measure]]:
     """Start the cluster, measure, stop it; returns the run's facts and the measures."""
     sizes = QUICK if args.quick else FULL
     settings = dict(servers.FAST) if args.fast else {}
     if not (args.pgbin / "pg_ctl").exists():
         raise BenchError(f"no PostgreSQL server binaries in {args.pgbin}: {INSTALL_HINT}")
-    control = _debian_pgq_control(args.pgbin)
+    control = debian_pgq_control(args.pgbin)
     if control is not None and not control.exists():
         raise BenchError(f"the pgq extension is not installed ({control} missing): {INSTALL_HINT}")
     load_before = os.getloadavg()
     if load_before[0] > (os.cpu_count() or 1) / 2:
-        _progress(
+        progress(
             f"warning: the machine is busy (load average {load_before[0]:.1f}); "
             "wall-clock figures will be noisy, server CPU ratios less so"
         )
 
     with cluster(args.pgbin, settings) as admin_dsn:
-        _progress("cluster started; installing both engines")
+        progress("cluster started; installing both engines")
         ours, pgq = create_engines(admin_dsn)
         engines = (ours, pgq)
         try:
@@ -518,7 +416,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[Measure]]:
                 lambda e: insert_bulk(e, sizes.bulk, extras=True),
             )
 
-            _progress(f"filling the read batch: {sizes.batch:,} events per engine")
+            progress(f"filling the read batch: {sizes.batch:,} events per engine")
             batches = {eng.key: open_big_batch(eng, sizes.batch) for eng in engines}
             for eng in engines:
                 eng.checkpoint()
@@ -567,39 +465,6 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], list[Measure]]:
         "explain": plans,
     }
     return facts, measures
-
-
-def common_arguments(parser: argparse.ArgumentParser, reps: bool = True) -> None:
-    """The options every benchmark takes: --quick, --reps, --pgbin, --json, --plot."""
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    if reps:
-        parser.add_argument("--reps", type=int, default=3, help="samples per measure (default 3)")
-    parser.add_argument(
-        "--pgbin",
-        type=Path,
-        default=DEFAULT_PGBIN,
-        help=f"PostgreSQL server binaries (default {DEFAULT_PGBIN})",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the results here")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="write a PNG chart here")
-
-
-def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Checks shared by the benchmarks, before anything runs."""
-    if getattr(args, "reps", 1) < 1:
-        parser.error("--reps must be 1 or more")
-    # The installer logs the server's notices (e.g. "already exists, skipping") as warnings.
-    logging.getLogger("cdc.install").setLevel(logging.ERROR)
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401  (checked before the run, used after it)
-        except ImportError:
-            parser.error('--plot needs matplotlib: .venv/bin/pip install -e ".[bench]"')
-
-
-def write_json(path: Path, facts: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,17 +61,17 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from bench.queue_bench import (
+from bench.common import (
     INSTALL_HINT,
     BenchError,
-    _debian_pgq_control,
-    _progress,
     backend_cpu_ns,
     check_args,
     cluster,
     common_arguments,
+    debian_pgq_control,
     git_state,
     machine_info,
+    progress,
     server_info,
     write_json,
 )
@@ -210,7 +210,7 @@ def setup(admin_dsn: str) -> tuple[str, psycopg.Connection, dict[str, str]]:
                 if "statement" not in str(exc):
                     raise
                 na[v.key] = str(exc)
-                _progress(f"  {v.label}: n/a ({exc})")
+                progress(f"  {v.label}: n/a ({exc})")
     return dsn, conn, na
 
 
@@ -278,7 +278,7 @@ def run_bulk(
         cell.events.append(n)
         if v.kind in ("pgq", "row") and n != rows:
             raise BenchError(f"{v.label}: {measure}: {n} events, expected {rows}")
-        _progress(f"  {measure:7} {v.label:22} {seconds:7.3f}s  ({n:,} events)")
+        progress(f"  {measure:7} {v.label:22} {seconds:7.3f}s  ({n:,} events)")
     clear_events(conn, pgq_events)
 
 
@@ -373,7 +373,7 @@ def run_pgbench(
     if v.kind in ("pgq", "row") and n != ntx:
         raise BenchError(f"{v.label}: pgbench: {n} events for {ntx} transactions")
     clear_events(conn, pgq_events)
-    _progress(f"  pgbench {v.label:22} {tps:9.1f} tps  ({ntx:,} tx)")
+    progress(f"  pgbench {v.label:22} {tps:9.1f} tps  ({ntx:,} tx)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -583,18 +583,18 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], Results]:
     )
     if not (args.pgbin / "pg_ctl").exists() or not (args.pgbin / "pgbench").exists():
         raise BenchError(f"no PostgreSQL server binaries / pgbench in {args.pgbin}: {INSTALL_HINT}")
-    control = _debian_pgq_control(args.pgbin)
+    control = debian_pgq_control(args.pgbin)
     if control is not None and not control.exists():
         raise BenchError(f"the pgq extension is not installed ({control} missing): {INSTALL_HINT}")
     load_before = os.getloadavg()
     if load_before[0] > (os.cpu_count() or 1) / 2:
-        _progress(f"warning: the machine is busy (load average {load_before[0]:.1f})")
+        progress(f"warning: the machine is busy (load average {load_before[0]:.1f})")
     results: Results = {m: {v.key: Cell() for v in VARIANTS} for m in MEASURES}
     workdir = Path(tempfile.mkdtemp(prefix="trigger-bench-"))
     workdir.chmod(0o755)
     try:
         with cluster(args.pgbin, {}) as admin_dsn:
-            _progress("cluster started; installing PgQ and cdc, attaching triggers")
+            progress("cluster started; installing PgQ and cdc, attaching triggers")
             dsn, conn, na = setup(admin_dsn)
             try:
                 version, server_settings = server_info(conn)
@@ -613,11 +613,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], Results]:
                     run_bulk(conn, pgq_events, v, warm.rows, scratch)
                 for rep in range(args.reps):
                     order = active[rep % len(active) :] + active[: rep % len(active)]
-                    _progress(f"rep {rep + 1}/{args.reps}: bulk DML, {sizes.rows:,} rows")
+                    progress(f"rep {rep + 1}/{args.reps}: bulk DML, {sizes.rows:,} rows")
                     for v in order:
                         run_bulk(conn, pgq_events, v, sizes.rows, results)
                     if args.pgbench_seconds != -1:
-                        _progress(f"rep {rep + 1}/{args.reps}: pgbench")
+                        progress(f"rep {rep + 1}/{args.reps}: pgbench")
                         for v in order:
                             run_pgbench(
                                 args.pgbin, dsn, conn, pgq_events, v, sizes, workdir, results

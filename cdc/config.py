@@ -21,11 +21,25 @@
 
     [metrics]
     port = 9187                   # a --follow drain serves Prometheus metrics here
+
+    [spark]                       # optional: Spark settings of the session (cdc.spark)
+    "spark.driver.memory" = "4g"  # any Spark setting, by its full name; strings, numbers, booleans
+    "spark.sql.shuffle.partitions" = 8
+
+The ``[spark]`` settings go over the local session's defaults (cdc.spark.LOCAL_CONF). Under
+``spark-submit`` a setting the submitter gave (``--conf``, ``--driver-memory``) wins over the
+file's. ``spark.sql.warehouse.dir`` (where catalog-named targets keep their files) defaults to
+``_spark_warehouse`` under target.path when a target is a catalog name, else to a temporary
+folder: never a ``spark-warehouse`` folder in the working directory.
+
+Every default is written once: in the dataclasses below (``Source``, ``TableMap``,
+``Pipeline``), which ``parse`` reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -33,9 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from cdc.errors import ConfigError
+from cdc.pg.engine import ENGINES, Engine, engine_of
+from cdc.targets import registry
+from cdc.targets.table import TableRef
 
-MODES = ("mirror", "history")
-QUEUE_SCHEMAS = ("cdc", "pgq")
+MODES = registry.MODES
+QUEUE_SCHEMAS = tuple(ENGINES)  # the queue engines (cdc.pg.engine)
+DSN_ENV = "CDC_DSN"  # the database when neither source.dsn nor --dsn names one
 
 
 def parse_table_name(text: str) -> tuple[str, str]:
@@ -93,10 +111,15 @@ class Source:
     jdbc_partitions: int = 8
 
     @property
+    def engine(self) -> Engine:
+        """The queue engine of queue_schema, with its capability flags."""
+        return engine_of(self.queue_schema)
+
+    @property
     def capture_queue(self) -> str | None:
         """The queue whose capture registry (cdc attach) tells a table's pkey= columns; None
         for a PgQ queue, whose triggers keep no registry."""
-        return self.queue if self.queue_schema == "cdc" else None
+        return self.queue if self.engine.has_capture_registry else None
 
 
 @dataclass(frozen=True)
@@ -122,13 +145,14 @@ class Pipeline:
     quarantine: str = "_quarantine"
     path: Path | None = field(default=None, compare=False)
     metrics_port: int | None = None  # Prometheus metrics of a --follow drain
+    spark: tuple[tuple[str, str], ...] = ()  # [spark]: Spark settings, as (name, text) pairs
 
     def mirrors(self, sources: list[str]) -> list[TableMap]:
         """The mirror targets of these source tables (of every table when none is given);
         a source not in the configuration, or one that feeds only history targets, is an
         error."""
         if not sources:
-            return [t for t in self.tables if t.mode == "mirror"]
+            return [t for t in self.tables if registry.holds_rows(t.mode)]
         sources = [self.source_name(s) for s in sources]
         known = {t.source for t in self.tables}
         unknown = [s for s in sources if s not in known]
@@ -137,7 +161,7 @@ class Pipeline:
                 f"not in the configuration's [[tables]]: {', '.join(unknown)}"
                 f" (listed: {', '.join(sorted(known))})"
             )
-        chosen = [t for t in self.tables if t.source in sources and t.mode == "mirror"]
+        chosen = [t for t in self.tables if t.source in sources and registry.holds_rows(t.mode)]
         if not chosen:
             raise ConfigError(
                 f"{', '.join(sources)} feed only history targets, which hold events, not rows"
@@ -160,12 +184,23 @@ class Pipeline:
         """The target holding the failing marks of the tables (beside the quarantine)."""
         return f"{self.quarantine}_failing"
 
-    def location(self, target: str) -> str:
-        """Where a target table lives: a path below target.path, unless it is a catalog name
+    def table(self, target: str) -> TableRef:
+        """The table of a target: a path below target.path, unless it is a catalog name
         (``db.table``)."""
-        if "." in target and "/" not in target:
-            return target
-        return str(Path(self.target_path) / target)
+        return TableRef.of(self.target_path, target)
+
+    def location(self, target: str) -> str:
+        """Where a target table lives (its path, or its catalog name)."""
+        return self.table(target).location
+
+
+def default(cls: type, name: str) -> Any:
+    """The default of a dataclass field: the one place a setting's default is written, which
+    the configuration and the command line both read."""
+    for f in dataclasses.fields(cls):
+        if f.name == name and f.default is not dataclasses.MISSING:
+            return f.default
+    raise KeyError(f"{cls.__name__}.{name} has no default")
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
@@ -184,8 +219,8 @@ def _text(section: dict[str, Any], where: str, key: str, default: str | None = N
     return value.strip()
 
 
-def _positive(section: dict[str, Any], key: str, default: int) -> int:
-    value = section.get(key, default)
+def _positive(section: dict[str, Any], key: str) -> int:
+    value = section.get(key, default(Source, key))
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"source.{key} must be a positive integer, not {value!r}")
     return value
@@ -200,7 +235,7 @@ def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
 
 
 def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
-    _unknown(data, "the configuration", {"source", "target", "tables", "metrics"})
+    _unknown(data, "the configuration", {"source", "target", "tables", "metrics", "spark"})
     src = _section(data, "source")
     _unknown(
         src,
@@ -215,21 +250,16 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
             "jdbc_partitions",
         },
     )
-    dsn = src.get("dsn") or os.environ.get("CDC_DSN")
+    dsn = src.get("dsn") or os.environ.get(DSN_ENV)
     if not dsn:
-        raise ConfigError("source.dsn is missing (or set CDC_DSN)")
-    schema = _text(src, "source", "queue_schema", "cdc")
+        raise ConfigError(f"source.dsn is missing (or set {DSN_ENV})")
+    schema = _text(src, "source", "queue_schema", default(Source, "queue_schema"))
     if schema not in QUEUE_SCHEMAS:
         raise ConfigError(
             f"source.queue_schema must be one of {', '.join(QUEUE_SCHEMAS)}, not {schema!r}"
         )
     numbers = {
-        key: _positive(src, key, default)
-        for key, default in (
-            ("max_events", 1_000_000),
-            ("jdbc_min_events", 2_000_000),
-            ("jdbc_partitions", 8),
-        )
+        key: _positive(src, key) for key in ("max_events", "jdbc_min_events", "jdbc_partitions")
     }
     source = Source(
         dsn=_text({"dsn": dsn}, "source", "dsn"),
@@ -241,7 +271,7 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
     target = _section(data, "target")
     _unknown(target, "target", {"path", "quarantine"})
     target_path = _text(target, "target", "path")
-    quarantine = _text(target, "target", "quarantine", "_quarantine")
+    quarantine = _text(target, "target", "quarantine", default(Pipeline, "quarantine"))
     tables = data.get("tables")
     if not isinstance(tables, list) or not tables:
         raise ConfigError("[[tables]] is missing: list at least one source table")
@@ -257,9 +287,9 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         except ValueError as exc:
             raise ConfigError(f"{where}.source must be schema.table, not {text!r}: {exc}") from None
         name = f"{parts[0]}.{parts[1]}"
-        mode = _text(entry, where, "mode", "mirror")
+        mode = _text(entry, where, "mode", default(TableMap, "mode"))
         if mode not in MODES:
-            raise ConfigError(f"{where}.mode must be mirror or history, not {mode!r}")
+            raise ConfigError(f"{where}.mode must be {' or '.join(MODES)}, not {mode!r}")
         target_name = _text(entry, where, "target", parts[1])
         if target_name.startswith("/") or ".." in Path(target_name).parts:
             raise ConfigError(
@@ -289,12 +319,61 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
             or not (0 < metrics_port < 65536)
         ):
             raise ConfigError(f"metrics.port must be a TCP port number, not {metrics_port!r}")
-    return Pipeline(source, target_path, tuple(maps), quarantine, path, metrics_port)
+    spark = _spark(_section(data, "spark")) if "spark" in data else ()
+    return Pipeline(source, target_path, tuple(maps), quarantine, path, metrics_port, spark)
+
+
+def _spark(section: dict[str, Any], prefix: str = "") -> tuple[tuple[str, str], ...]:
+    """The [spark] settings as (name, text) pairs. A name written unquoted with dots (TOML makes
+    it a nested table) is joined back: ``spark.driver.memory = "4g"`` is the same setting as
+    ``"spark.driver.memory" = "4g"``."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in section.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            pairs.extend(_spark(value, f"{name}."))
+            continue
+        if not name.startswith("spark."):
+            raise ConfigError(
+                f"[spark] {name!r} is not a Spark setting: their names start with spark."
+                ' (quote the whole name: "spark.driver.memory" = "4g")'
+            )
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int | float | str):
+            text = str(value).strip()
+        else:
+            raise ConfigError(
+                f'[spark] "{name}" must be a string, a number or a boolean, not {value!r}'
+            )
+        if not text:
+            raise ConfigError(f'[spark] "{name}" must not be empty')
+        pairs.append((name, text))
+    return tuple(pairs)
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
     """The --config option of every command and job that runs a pipeline."""
     parser.add_argument("--config", required=True, help="pipeline configuration (TOML)")
+
+
+def add_dsn_argument(parser: argparse.ArgumentParser, *, several: bool = False) -> None:
+    """The --dsn option of every command that works on a database without a pipeline file:
+    one database (default: $CDC_DSN), or with several, one per --dsn (cdc ticker)."""
+    if several:
+        parser.add_argument(
+            "--dsn", action="append", help="a database to serve; repeat for several"
+        )
+    else:
+        parser.add_argument("--dsn", help=f"database connection string (default: ${DSN_ENV})")
+
+
+def dsns_of(given: str | list[str] | None) -> list[str]:
+    """The databases of a --dsn option: as given, else the one of $CDC_DSN, else none."""
+    if given:
+        return [given] if isinstance(given, str) else list(given)
+    env = os.environ.get(DSN_ENV)
+    return [env] if env else []
 
 
 def load(path: str | os.PathLike[str]) -> Pipeline:

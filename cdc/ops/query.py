@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc.config import Pipeline
 from cdc.errors import ConfigError
-from cdc.targets import merge
+from cdc.targets import delta_table
 
 FORMATS = ("table", "json", "csv")
 
@@ -24,12 +24,11 @@ def register(pipeline: Pipeline, spark: SparkSession) -> list[str]:
     """Registers every path target that exists (and the quarantine) as a view; their names."""
     names = []
     for target in [*(t.target for t in pipeline.tables), pipeline.quarantine]:
-        location = pipeline.location(target)
-        tgt = merge.Target(location, "sql", 0)
-        if not tgt.is_path or not merge.table_exists(spark, tgt):
+        ref = pipeline.table(target)
+        if not ref.is_path or not delta_table.exists(spark, ref):
             continue
         name = view_name(target)
-        spark.read.format("delta").load(location).createOrReplaceTempView(name)
+        delta_table.read(spark, ref).createOrReplaceTempView(name)
         names.append(name)
     return names
 

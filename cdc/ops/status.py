@@ -24,6 +24,8 @@ from psycopg.rows import dict_row
 from cdc.config import Pipeline
 from cdc.pg import source
 from cdc.targets import failing
+from cdc.targets.delta_table import LocalTable
+from cdc.targets.table import TableRef, app_id, legacy_app_id
 
 STALL_MIN = 30.0  # seconds
 
@@ -154,27 +156,12 @@ def _consumer_state(conn: psycopg.Connection, schema: str, queue: str, name: str
     return state
 
 
-def _delta(location: str) -> Any:
-    from deltalake import DeltaTable
-
-    return DeltaTable(location) if DeltaTable.is_deltatable(location) else None
-
-
-def _quarantine_counts(location: str) -> dict[str | None, int]:
-    from deltalake import QueryBuilder
-
-    table = _delta(location)
+def _quarantine_counts(ref: TableRef) -> dict[str | None, int]:
+    table = LocalTable.open(ref)
     if table is None:
         return {}
-    import pyarrow as pa
-
-    result = (
-        QueryBuilder()
-        .register("q", table)
-        .execute("select ev_extra1, count(*) as n from q group by ev_extra1")
-        .read_all()
-    )
-    return {row["ev_extra1"]: row["n"] for row in pa.table(result).to_pylist()}
+    rows = table.query("q", "select ev_extra1, count(*) as n from q group by ev_extra1")
+    return {row["ev_extra1"]: row["n"] for row in rows}
 
 
 def collect(pipeline: Pipeline) -> Status:
@@ -183,19 +170,19 @@ def collect(pipeline: Pipeline) -> Status:
         queue = queue_state(conn, src.queue_schema, src.queue)
         consumer = _consumer_state(conn, src.queue_schema, src.queue, src.consumer)
         incarnation = source.incarnation(conn, src)
-    quarantined = _quarantine_counts(pipeline.location(pipeline.quarantine))
-    marks = failing.read_local(pipeline.location(pipeline.failing_table))
+    quarantined = _quarantine_counts(pipeline.table(pipeline.quarantine))
+    marks = failing.read_local(pipeline.table(pipeline.failing_table))
     status = Status(queue, consumer)
     for t in pipeline.tables:
-        location = pipeline.location(t.target)
-        table = _delta(location) if "/" in location else None
-        state = TableState(t.source, t.target, t.mode, location, exists=table is not None)
+        ref = pipeline.table(t.target)
+        table = LocalTable.open(ref)
+        state = TableState(t.source, t.target, t.mode, ref.location, exists=table is not None)
         if table is not None:
             state.delta_version = table.version()
-            state.last_tick = table.transaction_version(source.app_id(src, incarnation, t.target))
+            state.last_tick = table.committed(app_id(src, incarnation, t.target))
             if state.last_tick is None and incarnation is not None:  # drained before upgrade
-                state.last_tick = table.transaction_version(source.legacy_app_id(src, t.target))
-            state.rows = table.count()
+                state.last_tick = table.committed(legacy_app_id(src, t.target))
+            state.rows = table.rows()
         state.quarantined = quarantined.get(t.source, 0)
         if consumer.dead_letters is not None:
             state.dead_letters = consumer.dead_by_table.get(t.source, 0)

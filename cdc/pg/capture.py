@@ -33,10 +33,10 @@ from psycopg import sql
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from cdc import errors
+from cdc import errors, formats
 from cdc.pg import sqlfiles
 
-Format = Literal["json", "urlenc", "sql"]
+Format = str  # one of cdc.formats.NAMES
 Mode = Literal["row", "statement"]
 ROW_ALIAS = "__cdc_row"
 BOOL_OID = 16
@@ -59,8 +59,9 @@ class CaptureOptions:
     mode: Mode = "row"
 
     def __post_init__(self) -> None:
-        if self.format not in ("json", "urlenc", "sql"):
-            raise errors.ConfigError(f"format must be json, urlenc or sql, not {self.format!r}")
+        if self.format not in formats.NAMES:
+            names = ", ".join(formats.NAMES[:-1]) + " or " + formats.NAMES[-1]
+            raise errors.ConfigError(f"format must be {names}, not {self.format!r}")
         if self.mode not in ("row", "statement"):
             raise errors.ConfigError(f"mode must be row or statement, not {self.mode!r}")
         if self.mode == "statement" and (self.skip or self.deny):

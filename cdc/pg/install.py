@@ -1,7 +1,8 @@
-"""Installing, upgrading and removing the queue engine in a database.
+"""Installing, upgrading and removing the engine (queue and capture) in a database.
 
-``install()`` runs ``cdc/sql/install.sql`` in one transaction: all or nothing, and
-safe to run again over an older install (it upgrades in place and keeps the data).
+``install()`` runs ``cdc/sql/install.sql``, its ``\\ir`` includes inlined, in one transaction:
+all or nothing, and safe to run again over an older install (it upgrades in place and keeps
+the data). ``uninstall()`` runs ``cdc/sql/queue/uninstall.sql``.
 """
 
 from __future__ import annotations

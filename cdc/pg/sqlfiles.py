@@ -2,7 +2,7 @@
 
 ``install.sql`` only includes its pieces with psql's ``\\ir``; ``expand()`` inlines them so
 the whole script can be sent in one transaction. Runtime queries live under ``-- name:``
-headers in ``queries.sql`` and are looked up by name.
+headers in ``queries.sql`` (``queries_pgq.sql`` for a real PgQ) and are looked up by name.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.pg import pgtypes
+from cdc.targets import delta_table
+from cdc.targets.table import TableRef, quote
 
 
 def source_rows(
@@ -81,7 +83,7 @@ def delta_rows(
     spark: SparkSession, location: str, columns: list[pgtypes.Column]
 ) -> list[tuple[Any, ...]]:
     """The Delta table's rows (read with Spark), ordered by key."""
-    keys = [F.col(f"`{c.name}`") for c in columns if c.is_key]
+    keys = [F.col(quote(c.name)) for c in columns if c.is_key]
     frame = delta_frame(spark, location, columns)
     return [normal(tuple(r)) for r in frame.orderBy(*keys).collect()]
 
@@ -91,11 +93,8 @@ def delta_frame(
 ) -> DataFrame:
     """The Delta table's rows (at a version, or the latest) as Spark rows that normal() makes
     comparable with source_query's."""
-    reader = spark.read.format("delta")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    frame = reader.load(location) if "/" in location else reader.table(location)
-    exprs = [_delta_expr(F.col(f"`{c.name}`"), c.spark_type).alias(c.name) for c in columns]
+    frame = delta_table.read(spark, TableRef(location), version)
+    exprs = [_delta_expr(F.col(quote(c.name)), c.spark_type).alias(c.name) for c in columns]
     return frame.select(*exprs)
 
 

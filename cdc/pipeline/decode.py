@@ -1,11 +1,12 @@
 """Events to typed rows, in Spark: one DataFrame of decoded rows per table, one of bad events.
 
-json and urlenc are decoded inside the JVM (``from_json`` into a string map;
-``str_to_map`` and ``try_url_decode``); sql events go through sqlglot in an Arrow UDF. Every
-format ends as a map column -> text value, which is then cast to the column's Spark type
-(cdc.pg.pgtypes). ``present`` lists the columns an event carries: all of them for json and
-urlenc (less ignored ones), the changed ones and the key for a sql UPDATE, the key for a sql
-DELETE.
+Each event's format and op come from the format registry (cdc.formats), and so does its
+decoder: a Spark expression for a format decoded inside the JVM (json: ``from_json`` into a
+string map; urlenc: ``str_to_map`` and ``try_url_decode``), an Arrow UDF for one decoded in
+Python (sql: sqlglot). Every format ends as a map column -> text value, which is then cast
+to the column's Spark type (cdc.pg.pgtypes). ``present(i)`` says whether an event carries a
+column: all of them for a full-row format (json, urlenc; less ignored ones), the changed
+ones and the key for a sql UPDATE, the key for a sql DELETE.
 
 A bad event goes to quarantine with the reason: unknown table, undecodable payload, a value
 that does not cast to its column's type, a missing key.
@@ -13,19 +14,18 @@ that does not cast to its column's type, a missing key.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from functools import reduce
+from functools import cache, reduce
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType
 
-from cdc.formats import sql as sqlformat
+from cdc import formats
+from cdc.formats import Format
 from cdc.pg import pgarray
 from cdc.pg.pgtypes import Column
 
@@ -92,15 +92,6 @@ class Decoded:
         return Facts(row[0], row[1], row[2], key_range)
 
 
-def _sql_map(op: str | None, data: str | None) -> dict[str, str | None] | None:
-    if op not in ("I", "U", "D") or data is None:
-        return None
-    try:
-        return sqlformat.parse(op, data)
-    except sqlformat.SqlEventError:
-        return None
-
-
 def _array_elements(text: str | None) -> list[str | None] | None:
     if text is None:
         return None
@@ -110,82 +101,45 @@ def _array_elements(text: str | None) -> list[str | None] | None:
         return None
 
 
-sql_map_udf = F.udf(_sql_map, MapType(StringType(), StringType()), useArrow=True)
 array_udf = F.udf(_array_elements, ArrayType(StringType()), useArrow=True)
 
 
-FORMATS = ("json", "urlenc", "sql")
-SQL_OPS = ("I", "U", "D")  # the ev_type of a sql-format row event is just its op
-URLENC_TYPE = "^[IUD]:"  # urlenc: the op, a colon, the key columns
+@cache
+def _python_udf(fmt: Format) -> Callable[..., SparkColumn]:
+    """The Arrow UDF running a Python-decoded format's python_map."""
+    return F.udf(fmt.python_map, MapType(StringType(), StringType()), useArrow=True)
 
 
-def with_op_and_map(events: DataFrame, formats: Collection[str] = FORMATS) -> DataFrame:
-    """Adds fmt (json / urlenc / sql), op (I U D R) and kv (column -> text) to raw events.
+FORMATS = formats.NAMES  # every format's name: decode all when the batch's are unknown
 
-    formats: the formats of the row events present (``formats_of``); leaving out those that
-    are absent keeps the plan simple: urlenc decoding is not compiled code (it maps over the
-    keys and values), and sql events need a second pass through Python."""
-    ev_type = F.col("ev_type")
-    fmt = (
-        F.when(ev_type.startswith("{"), F.lit("json"))
-        .when(ev_type.rlike(URLENC_TYPE), F.lit("urlenc"))
-        .when(ev_type.isin(*SQL_OPS, "R"), F.lit("sql"))
+
+def with_op_and_map(events: DataFrame, batch_formats: Collection[str] = FORMATS) -> DataFrame:
+    """Adds fmt (its format's name), op (I U D R) and kv (column -> text) to raw events.
+
+    batch_formats: the formats of the events there (``cdc.formats.formats_of``); leaving out
+    those that are absent keeps the plan simple: urlenc decoding is not compiled code (it
+    maps over the keys and values), and a Python-decoded format (sql) needs a second pass.
+    A TRUNCATE's kv is empty; an event no format recognises has op null."""
+    ev_type, fmt, op = F.col("ev_type"), F.col("fmt"), F.col("op")
+    typed = events.withColumn("fmt", formats.format_of(ev_type)).withColumn(
+        "op", formats.op_of(ev_type, fmt)
     )
-    json_op = F.get_json_object(ev_type, "$.op")
-    op = F.when(
-        fmt == "json",
-        F.when(json_op == "TRUNCATE", F.lit("R")).otherwise(F.substring(json_op, 1, 1)),
-    ).when(fmt.isNotNull(), F.substring(ev_type, 1, 1))
-    kv = F.when(F.col("op") == "R", F.create_map())
-    if "json" in formats:
-        kv = kv.when(
-            F.col("fmt") == "json",
-            # PostgreSQL values reach 1 GB; Jackson's default stops strings at 20 MB
-            F.from_json(
-                F.col("ev_data"),
-                MapType(StringType(), StringType()),
-                {"maxStringLen": str(2**31 - 1)},
-            ),
-        )
-    if "urlenc" in formats:
-        pairs = F.str_to_map(F.col("ev_data"), F.lit("&"), F.lit("="))
-        keys_decoded = F.transform_keys(pairs, lambda k, _: F.try_url_decode(k))
-        kv = kv.when(
-            F.col("fmt") == "urlenc",
-            F.transform_values(keys_decoded, lambda _, v: F.try_url_decode(v)),
-        )
-    typed = events.withColumn("fmt", fmt).withColumn("op", op)
-    if "sql" not in formats:
+    chosen = [f for f in formats.FORMATS if f.name in batch_formats]
+    kv = F.when(op == "R", F.create_map())
+    for f in chosen:
+        if f.jvm_map is not None:
+            kv = kv.when(fmt == f.name, f.jvm_map(F.col("ev_data")))
+    in_python = [f for f in chosen if f.python_map is not None]
+    if not in_python:
         return typed.withColumn("kv", kv)
     # Spark evaluates a Python UDF on every row of its input, whatever the CASE around it:
-    # only sql events go through sqlglot, the others stay in the JVM
-    is_sql = (F.col("fmt") == "sql") & (F.col("op") != "R")
-    in_jvm = typed.where(~is_sql | is_sql.isNull()).withColumn("kv", kv)
-    in_python = typed.where(is_sql).withColumn("kv", sql_map_udf(F.col("op"), F.col("ev_data")))
-    return in_jvm.unionByName(in_python)
-
-
-def formats_of(ev_type: pa.ChunkedArray | pa.Array) -> set[str]:
-    """The formats of the row events among these ev_types, for with_op_and_map."""
-    found = set()
-    if pc.any(pc.starts_with(ev_type, "{")).as_py():
-        found.add("json")
-    if pc.any(pc.match_substring_regex(ev_type, URLENC_TYPE)).as_py():
-        found.add("urlenc")
-    if pc.any(pc.is_in(ev_type, pa.array(SQL_OPS))).as_py():
-        found.add("sql")
-    return found
-
-
-def format_flags() -> list[SparkColumn]:
-    """Per format, whether a group of raw events holds it: aggregates for a Spark frame, the
-    counterpart of formats_of."""
-    ev_type = F.col("ev_type")
-    return [
-        F.max(ev_type.startswith("{")).alias("json"),
-        F.max(ev_type.rlike(URLENC_TYPE)).alias("urlenc"),
-        F.max(ev_type.isin(*SQL_OPS)).alias("sql"),
-    ]
+    # only that format's events go through Python, the others stay in the JVM
+    is_python = fmt.isin(*[f.name for f in in_python]) & (op != "R")
+    parts = [typed.where(~is_python | is_python.isNull()).withColumn("kv", kv)]
+    for f in in_python:
+        rows = typed.where((fmt == f.name) & (op != "R"))
+        parts.append(rows.withColumn("kv", _python_udf(f)(op, F.col("ev_data"))))
+    return reduce(DataFrame.unionByName, parts)
 
 
 # PostgreSQL's ISO output of dates and timestamps (DateStyle ISO; json's with a "T"): the
@@ -268,7 +222,7 @@ def any_of(conditions: list[SparkColumn]) -> SparkColumn:
 def decode_table(
     events: DataFrame,
     columns: list[Column],
-    formats: Collection[str] = FORMATS,
+    batch_formats: Collection[str] = FORMATS,
     drift: Drift | None = None,
 ) -> Decoded:
     """The typed rows of one table's raw events, and its bad events, from one cached frame.
@@ -276,12 +230,13 @@ def decode_table(
     Each value is decoded and cast once, into a lean cached frame: META, per column its
     typed value (``value(i)``) and whether the event carries it (``present(i)``), the reason
     of a bad event, and the raw event only for bad ones. Call Decoded.release() when done.
-    formats: as for with_op_and_map. drift (cdc.targets.schema_drift): the source's schema against
-    the target's: columns carry the types written, and its checks come before the cast's."""
+    batch_formats: as for with_op_and_map. drift (cdc.targets.schema_drift): the source's
+    schema against the target's: columns carry the types written, and its checks come before
+    the cast's."""
     keys = [c.name for c in columns if c.is_key]
     kv = F.col("kv")
     slots = [(c, value(i)) for i, c in enumerate(columns)]
-    typed = with_op_and_map(events, formats)
+    typed = with_op_and_map(events, batch_formats)
     if drift is not None:
         typed = typed.withColumn("kv", drift.rewrite_kv(kv))
     staged = typed.select(

@@ -1,10 +1,11 @@
 """The drain: batches from the queue, applied to Delta tables exactly once.
 
-Per batch: read the events (COPY into Arrow), decode them per table in Spark, fold and MERGE
-each configured table (or append, in history mode), send bad events to the quarantine table,
-and only then finish the batch. Every Delta write is marked with appId =
-queue/consumer/target and version = the batch's end tick, so a batch redone after a crash
-skips the tables it had committed.
+Per batch (taken with the one consumer client, cdc.pg.consumer): read the events
+(cdc.pipeline.reader: COPY into Arrow, or Spark JDBC for a large batch), decode them per
+table in Spark, fold and MERGE each configured table (or append, in history mode), send bad
+events to the quarantine table, and only then finish the batch. Every Delta write is marked
+with appId = queue/consumer/target and version = the batch's end tick, so a batch redone
+after a crash skips the tables it had committed.
 """
 
 from __future__ import annotations
@@ -20,20 +21,21 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import psycopg
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from cdc import failures
 from cdc.config import Pipeline, TableMap, add_config_argument
 from cdc.errors import CdcError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
-from cdc.pg.source import EVENT_SCHEMA, BatchRef, QueueSource
+from cdc.pg.consumer import Consumer
+from cdc.pg.queue import Batch
 from cdc.pipeline import decode
-from cdc.targets import failing, merge, schema_drift
+from cdc.pipeline.reader import BatchEvents, BatchReader
+from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
+from cdc.targets.kind import TableBatch, add_time
+from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 
 log = logging.getLogger("cdc.drain")
 
@@ -42,20 +44,6 @@ log = logging.getLogger("cdc.drain")
 KILL_AT_ENV = "CDC_DRAIN_KILL_AT"
 
 FOLLOW_POLL = 0.2  # seconds between looks for new events, when the drain ticks itself
-
-QUARANTINE_SCHEMA = [
-    ("ev_id", "long"),
-    ("ev_time", "timestamp"),
-    ("ev_txid", "long"),
-    ("ev_type", "string"),
-    ("ev_data", "string"),
-    ("ev_extra1", "string"),
-    ("ev_extra2", "string"),
-    ("ev_extra3", "string"),
-    ("ev_extra4", "string"),
-    ("tick_id", "long"),
-    ("reason", "string"),
-]
 
 
 @dataclass
@@ -70,22 +58,6 @@ class BatchStats:
     phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
 
 
-@dataclass
-class BatchEvents:
-    """A batch's events: counts per source table (ev_extra1), a frame per configured table
-    that has events, and the events of tables not in the configuration (or None)."""
-
-    counts: dict[str | None, int]
-    tables: dict[str, DataFrame]
-    strays: DataFrame | None
-    formats: dict[str, set[str]]  # per table, the formats of its row events
-    cached: DataFrame | None = None
-
-    def release(self) -> None:
-        if self.cached is not None:
-            self.cached.unpersist()
-
-
 class Drain:
     """One pipeline's drain, on one Spark session and one PostgreSQL connection."""
 
@@ -97,9 +69,11 @@ class Drain:
         # event times as COPY writes them: ISO, with a numeric offset
         self.conn.execute("set datestyle = 'ISO, YMD'")
         self.conn.execute("set timezone = 'UTC'")
-        self.source = QueueSource(self.conn, pipeline.source)
+        self.engine = pipeline.source.engine
+        self.consumer = Consumer.for_source(self.conn, pipeline.source)
+        self.reader = BatchReader(spark, pipeline.source)
         self.stopping = threading.Event()
-        self.source.register()
+        self.consumer.register()
         self.names = source_module.TableNames({t.source: t.source for t in pipeline.tables}, {})
         self.incarnation = source_module.incarnation(self.conn, pipeline.source)
         self._current_ids: set[str] = set()  # targets holding a commit under the current appId
@@ -124,26 +98,24 @@ class Drain:
         queue = self.pipeline.source.capture_queue
         return pgtypes.keyed_columns(self.conn, *self.catalog_name(table), queue)
 
-    def _target(self, target: str, batch: BatchRef) -> merge.Target:
-        src = self.pipeline.source
-        app = source_module.app_id(src, self.incarnation, target)
-        return merge.Target(self.pipeline.location(target), app, batch.tick_id)
+    def _target(self, target: str, batch: Batch) -> tuple[TableRef, Commit]:
+        """A target's table, and the identity of this batch's write to it."""
+        commit = Commit.of(self.pipeline.source, self.incarnation, target, batch.tick_id)
+        return self.pipeline.table(target), commit
 
-    def _done_before(self, name: str, batch: BatchRef) -> bool:
+    def _done_before(self, name: str, batch: Batch) -> bool:
         """Whether the batch is in the target under the appId of versions without queue
         incarnations (committed, then the drain was upgraded before finishing the batch):
         then it is not written again. Without an incarnation, a tick below the one the target
         recorded (a queue created again) stops the drain instead of being skipped silently."""
-        location = self.pipeline.location(name)
-        if "/" not in location or name in self._current_ids:
+        ref = self.pipeline.table(name)
+        if not ref.is_path or name in self._current_ids:
             return False
-        from deltalake import DeltaTable
-
-        if not DeltaTable.is_deltatable(location):
+        table = delta_table.LocalTable.open(ref)
+        if table is None:
             return False
-        table = DeltaTable(location)
         src = self.pipeline.source
-        legacy = table.transaction_version(source_module.legacy_app_id(src, name))
+        legacy = table.committed(legacy_app_id(src, name))
         if self.incarnation is None:
             if legacy is not None and legacy > batch.tick_id:
                 raise CdcError(
@@ -153,8 +125,8 @@ class Drain:
                     " Run `cdc install` to upgrade it, then drain again"
                 )
             return False
-        current = source_module.app_id(src, self.incarnation, name)
-        if legacy is None or table.transaction_version(current) is not None:
+        current = app_id(src, self.incarnation, name)
+        if legacy is None or table.committed(current) is not None:
             self._current_ids.add(name)
             return False
         if legacy == batch.tick_id:
@@ -162,96 +134,14 @@ class Drain:
             return True
         return False
 
-    def read(self, batch: BatchRef) -> BatchEvents:
-        """The batch's events, split by source table: by COPY into Arrow (split there), or,
-        for a large batch, by Spark JDBC (cached, split in Spark)."""
+    def read(self, batch: Batch) -> BatchEvents:
+        """The batch's events, split by source table (cdc.pipeline.reader), the names of
+        renamed tables looked up again first."""
         src = self.pipeline.source
         self.names = source_module.table_names(self.conn, src, self.pipeline.tables)
-        known = set(self.names.events)
-        jdbc = source_module.jdbc_url(src.dsn)
-        if batch.events_upper_bound >= src.jdbc_min_events:
-            if jdbc is not None:
-                return self._read_jdbc(batch, known, *jdbc)
-            log.warning(
-                "batch %d is large but the DSN names a unix socket: read with COPY", batch.batch_id
-            )
-        table = pa.Table.from_batches(list(self.source.events(batch)), schema=EVENT_SCHEMA)
-        names = table.column("ev_extra1")
-        counts: dict[str | None, int] = {
-            row["values"]: row["counts"] for row in pc.value_counts(names).to_pylist()
-        }
+        return self.reader.read(batch, self.names)
 
-        def frame(rows: pa.Table) -> DataFrame:
-            return self.spark.createDataFrame(rows).withColumn(
-                "tick_id", F.lit(batch.tick_id).cast("long")
-            )
-
-        strays = None
-        if set(counts) - known:
-            in_config = pc.fill_null(pc.is_in(names, pa.array(sorted(known))), False)
-            strays = frame(table.filter(pc.invert(in_config)))
-        formats = {}
-        tables = {}
-        for source in {self.names.events[name] for name in counts if name in known}:
-            aliases = pa.array(self.names.names_of(source))
-            rows = table.filter(pc.fill_null(pc.is_in(names, aliases), False))
-            formats[source] = decode.formats_of(rows.column("ev_type"))
-            tables[source] = frame(rows)
-        return BatchEvents(self._by_source(counts), tables, strays, formats)
-
-    def _by_source(self, counts: dict[str | None, int]) -> dict[str | None, int]:
-        """Event counts per event table name, summed per configured source (renamed tables'
-        earlier names count for their table); other names as they are."""
-        summed: dict[str | None, int] = {}
-        for name, n in counts.items():
-            key = self.names.events.get(name, name) if name is not None else None
-            summed[key] = summed.get(key, 0) + n
-        return summed
-
-    def _read_jdbc(
-        self, batch: BatchRef, known: set[str], url: str, props: dict[str, str]
-    ) -> BatchEvents:
-        """The batch through Spark's JDBC source, one slice of ev_ids per partition, read in
-        parallel by the executors, and cached for the split by table."""
-        frames = [
-            self.spark.read.jdbc(
-                url,
-                source_module.jdbc_table(self.pipeline.source.queue_schema, batch, lo, hi),
-                properties=props,
-            )
-            for lo, hi in source_module.jdbc_slices(batch, self.pipeline.source.jdbc_partitions)
-        ]
-        frame = frames[0]
-        for other in frames[1:]:
-            frame = frame.unionByName(other)
-        frame = frame.select(
-            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
-        )
-        frame = frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long")).cache()
-        facts = (
-            frame.groupBy("ev_extra1")
-            .agg(F.count("*").alias("n"), *decode.format_flags())
-            .collect()
-        )
-        counts = {row.ev_extra1: row.n for row in facts}
-        formats: dict[str, set[str]] = {}
-        for row in facts:
-            if row.ev_extra1 in known:
-                source = self.names.events[row.ev_extra1]
-                formats.setdefault(source, set()).update(f for f in decode.FORMATS if row[f])
-        tables = {
-            source: frame.where(F.col("ev_extra1").isin(*self.names.names_of(source)))
-            for source in formats
-        }
-        counts = self._by_source(counts)
-        strays = None
-        if set(counts) - known:
-            strays = frame.where(
-                ~F.col("ev_extra1").isin(*sorted(known)) | F.col("ev_extra1").isNull()
-            )
-        return BatchEvents(counts, tables, strays, formats, cached=frame)
-
-    def apply(self, batch: BatchRef, on_stage: Callable[[str], None] | None = None) -> BatchStats:
+    def apply(self, batch: Batch, on_stage: Callable[[str], None] | None = None) -> BatchStats:
         """Applies one batch to every table and the quarantine, then finishes it."""
         stats = BatchStats(batch.batch_id, batch.tick_id)
 
@@ -273,13 +163,13 @@ class Drain:
             events.release()
         stage("merged")
         started = time.monotonic()
-        self.source.finish(batch)
+        batch.finish()
         stats.seconds["finish"] = time.monotonic() - started
         stage("finished")
         return stats
 
     def _apply_tables(
-        self, batch: BatchRef, events: BatchEvents, stats: BatchStats, stage: Callable[[str], None]
+        self, batch: Batch, events: BatchEvents, stats: BatchStats, stage: Callable[[str], None]
     ) -> None:
         """Applies each table; a table whose data or schema cannot be applied (not an
         infrastructure failure, which stops the batch) is marked failing and its events go to
@@ -291,7 +181,7 @@ class Drain:
                 "reason", F.lit("table not in the configuration")
             )
             bad.append(strays)
-        marks = failing.read(self.spark, self.pipeline.location(self.pipeline.failing_table))
+        marks = failing.read(self.spark, self.pipeline.table(self.pipeline.failing_table))
         newly: dict[str, tuple[str, str]] = {}
         for table in self.pipeline.tables:
             stats.per_table[table.target] = events.counts.get(table.source, 0)
@@ -317,7 +207,7 @@ class Drain:
                 newly[table.target] = (table.source, failure.message)
                 stats.failing[table.target] = failure.message
         bad.extend(self._failing_events(events, marks, newly))
-        failing.mark(self.spark, self._target(self.pipeline.failing_table, batch), newly)
+        failing.mark(self.spark, *self._target(self.pipeline.failing_table, batch), newly)
         started = time.monotonic()
         stats.quarantined = self._quarantine(batch, bad)
         stats.seconds["quarantine"] = time.monotonic() - started
@@ -354,7 +244,7 @@ class Drain:
     def _apply_table(
         self,
         table: TableMap,
-        batch: BatchRef,
+        batch: Batch,
         events: BatchEvents,
         stats: BatchStats,
         stage: Callable[[str], None],
@@ -363,12 +253,12 @@ class Drain:
     ) -> None:
         """One table's part of the batch: decoded, folded and written to its target."""
         started = time.monotonic()
-        target = self._target(table.target, batch)
+        ref, commit = self._target(table.target, batch)
+        kind = registry.kind(table.mode)
         # the target follows the source's schema where it can; drift says how events are written
         drift = schema_drift.reconcile(
-            self.spark, self.conn, target, self.catalog_name(table), self.columns(table),
-            table.mode,
-        )  # fmt: skip
+            self.spark, self.conn, ref, self.catalog_name(table), self.columns(table), kind
+        )
         columns = drift.columns
         stats.per_table[table.target] = events.counts.get(table.source, 0)
         if table.source not in events.tables:
@@ -378,46 +268,31 @@ class Drain:
         )
         decoded_tables.append(decoded)
         facts = decoded.facts(columns)  # decodes, into the cache
-        merge.add_time(stats.phases, "decode", started)
+        add_time(stats.phases, "decode", started)
         if facts.bad:
             bad.append(decoded.bad)
-        if table.mode == "history":
-            write = partial(merge.apply_history, self.spark, target, decoded.rows, columns)
-        else:
-            write = partial(
-                merge.apply_mirror,
-                self.spark,
-                target,
-                decoded.rows,
-                columns,
-                facts.truncated_at,
-                facts.key_range,
-                stats.phases,
-            )
+        rows = TableBatch(decoded.rows, columns, facts.truncated_at, facts.key_range, stats.phases)
         # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
-        merge.retry_conflicts(write, f"table {table.target}")
+        write = partial(kind.apply, self.spark, ref, commit, rows)
+        delta_table.retry_conflicts(write, f"table {table.target}")
         stats.seconds[table.target] = time.monotonic() - started
         stage("table:" + table.target)
 
-    def _quarantine(self, batch: BatchRef, bad: list[DataFrame]) -> int:
+    def _quarantine(self, batch: Batch, bad: list[DataFrame]) -> int:
         if not bad:
             return 0
-        cols = [F.col(n).cast(t).alias(n) for n, t in QUARANTINE_SCHEMA]
-        frame = bad[0].select(*cols)
+        frame = quarantine.conform(bad[0])
         for other in bad[1:]:
-            frame = frame.unionByName(other.select(*cols))
+            frame = frame.unionByName(quarantine.conform(other))
         # a failing table's events may be many: written from the (cached) frames, not collected
         count = frame.count()
         if not count:
             return 0
         if self._done_before(self.pipeline.quarantine, batch):
             return count
-        target = self._target(self.pipeline.quarantine, batch)
-        merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
-        merge.write(frame, target, "append")
-        log.warning(
-            "%d event(s) of tick %d quarantined in %s", count, batch.tick_id, target.location
-        )
+        ref, commit = self._target(self.pipeline.quarantine, batch)
+        quarantine.append(self.spark, ref, frame, commit)
+        log.warning("%d event(s) of tick %d quarantined in %s", count, batch.tick_id, ref.location)
         return count
 
     # ------------------------------------------------------------------ runs
@@ -432,14 +307,14 @@ class Drain:
         stop_at_tick: one tick per batch, and stop once that tick's batch is applied.
         Returns the number of batches applied."""
         done = 0
-        if mode == "follow" and self.pipeline.source.queue_schema == "cdc":
+        if mode == "follow" and self.engine.notifies_ticks:
             self.conn.execute("listen cdc_tick")
         if self.tick_first:
-            self.source.tick()
+            self.consumer.tick()
         while not self.stopping.is_set():
             # a snapshot of a table holds the lock while it copies: no batch meanwhile
             with source_module.drain_lock(self.conn, self.pipeline.source, "drain"):
-                batch = self.source.next_batch(one_tick=stop_at_tick is not None)
+                batch = self._next_batch(one_tick=stop_at_tick is not None)
                 stats = self.apply(batch) if batch is not None else None
             if stats is None:
                 if mode != "follow":
@@ -448,7 +323,7 @@ class Drain:
                 # otherwise the ticker's NOTIFY wakes it
                 self._wait_for_tick(FOLLOW_POLL if self.tick_first else 1.0)
                 if self.tick_first:
-                    self.source.tick(only_if_new=True)
+                    self.consumer.tick(only_if_new=True)
                 continue
             done += 1
             log.info(
@@ -461,10 +336,17 @@ class Drain:
                 break
         return done
 
+    def _next_batch(self, one_tick: bool = False) -> Batch | None:
+        """The open batch, or the next one joining as many ticks as fit in the source's
+        max_events; one_tick: up to the next tick only."""
+        max_events = self.pipeline.source.max_events
+        min_count = None if one_tick else self.consumer.ticks_within(max_events)
+        return self.consumer.next_batch(min_count=min_count)
+
     def _wait_for_tick(self, timeout: float = 1.0) -> None:
         """Waits for a tick NOTIFY (our engine sends one on channel cdc_tick), at most timeout
         seconds: the polling fallback for PgQ, and for runs that tick themselves."""
-        if self.pipeline.source.queue_schema != "cdc":
+        if not self.engine.notifies_ticks:
             self.stopping.wait(timeout)
             return
         for _ in self.conn.notifies(timeout=timeout, stop_after=1):

@@ -25,8 +25,9 @@ from pyspark.sql import SparkSession
 from cdc.config import Pipeline, TableMap
 from cdc.errors import ConfigError
 from cdc.pg import source as source_module
+from cdc.pg.consumer import Consumer
 from cdc.pipeline import snapshot
-from cdc.targets import failing
+from cdc.targets import failing, registry
 
 log = logging.getLogger("cdc.resync")
 
@@ -54,7 +55,7 @@ def resync(
     pipeline: Pipeline,
     spark: SparkSession,
     table: str,
-    partitions: int = 8,
+    partitions: int = snapshot.PARTITIONS,
     progress: bool = True,
 ) -> ResyncResult:
     """Re-snapshots the table's mirror targets and clears the failing marks of its targets."""
@@ -64,24 +65,24 @@ def resync(
         known = ", ".join(sorted({t.source for t in pipeline.tables}))
         raise ConfigError(f"{table} is not in the configuration's [[tables]] (listed: {known})")
     src = pipeline.source
-    location = pipeline.location(pipeline.failing_table)
+    marks = pipeline.table(pipeline.failing_table)
     loader = snapshot.Snapshot(pipeline, spark, progress=progress)
     started = time.monotonic()
     rows = bad = 0
     with psycopg.connect(src.dsn, autocommit=True) as control:
-        mirrors = [_resolved(control, pipeline, t) for t in maps if t.mode == "mirror"]
+        mirrors = [_resolved(control, pipeline, t) for t in maps if registry.holds_rows(t.mode)]
         if mirrors:
             snapshot._check_captured(control, mirrors[0], src)
-        queue = source_module.QueueSource(control, src)
+        queue = Consumer.for_source(control, src)
         queue.register()
         with source_module.drain_lock(control, src, f"resync of {source}"):
             position = queue.position()
-            was_failing = failing.read(spark, location)
+            was_failing = failing.read(spark, marks)
             if mirrors:
                 rows, bad = loader._copy(mirrors, partitions)
             cleared = tuple(t.target for t in maps if t.target in was_failing)
             if cleared:
-                failing.clear(spark, location, source, list(cleared), position)
+                failing.clear(spark, marks, source, list(cleared), position)
     result = ResyncResult(source, rows, bad, position, cleared, time.monotonic() - started)
     log.info("resync of %s: %d rows at tick %s, cleared %s", source, rows, position, cleared or "-")
     return result

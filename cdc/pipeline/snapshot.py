@@ -33,17 +33,17 @@ from dataclasses import dataclass
 
 import psycopg
 import pyarrow as pa
-import pyarrow.csv as pacsv
 from psycopg import sql
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.config import Pipeline, Source, TableMap
 from cdc.errors import ConfigError
-from cdc.pg import pgtypes
+from cdc.pg import copyreader, pgtypes
 from cdc.pg import source as source_module
+from cdc.pg.consumer import Consumer
 from cdc.pipeline import decode
-from cdc.targets import merge
+from cdc.targets import quarantine, registry
 
 log = logging.getLogger("cdc.snapshot")
 
@@ -54,6 +54,7 @@ TEXT_SETTINGS = (
 )
 INTEGER_KEYS = ("short", "int", "long")
 KILL_AT_ENV = "CDC_SNAPSHOT_KILL_AT"  # "read": SIGKILL after reading, before the commit
+PARTITIONS = 8  # parallel JDBC reads by key range (cdc snapshot/resync --partitions)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class SnapshotResult:
 
 
 def _check_captured(conn: psycopg.Connection, table: TableMap, src: Source) -> None:
-    if src.queue_schema != "cdc":
+    if not src.engine.has_capture_registry:
         return  # PgQ's triggers are not in our catalog: the user attached them
     query = (
         "select queue_name from cdc.get_capture_info()"
@@ -149,13 +150,13 @@ class Snapshot:
         self.spark = spark
         self.progress = progress
 
-    def run(self, table: str, partitions: int = 8) -> SnapshotResult:
+    def run(self, table: str, partitions: int = PARTITIONS) -> SnapshotResult:
         src = self.pipeline.source
         targets = self.pipeline.mirrors([table])
         started = time.monotonic()
         with psycopg.connect(src.dsn, autocommit=True) as control:
             _check_captured(control, targets[0], src)
-            source_module.QueueSource(control, src).register()
+            Consumer.for_source(control, src).register()
             with source_module.drain_lock(control, src, f"snapshot of {table}"):
                 rows, bad = self._copy(targets, partitions)
         result = SnapshotResult(
@@ -196,10 +197,8 @@ class Snapshot:
                     os.kill(os.getpid(), signal.SIGKILL)
                 good = typed.where(F.col("__reason").isNull()).drop("__reason", "__raw")
                 for target_map in targets:
-                    location = self.pipeline.location(target_map.target)
-                    target = merge.Target(location, "snapshot", 0)
-                    merge.ensure_target(self.spark, target, columns, "mirror")
-                    merge.save(good.write.format("delta").mode("overwrite"), target)
+                    ref = self.pipeline.table(target_map.target)
+                    registry.kind(target_map.mode).load(self.spark, ref, good, columns)
                 if bad:
                     self._quarantine(typed, table, bad)
             finally:
@@ -214,22 +213,10 @@ class Snapshot:
             _text_select(columns, table)
         )
         schema = pa.schema([(c.name, pa.string()) for c in columns])
-        with reader.cursor() as cur, cur.copy(query) as copy:
-            stream = source_module._CopyStream(copy)
-            if not stream.peek():
-                return self.spark.createDataFrame(
-                    [], ", ".join(f"{decode.quote(c.name)} string" for c in columns)
-                )
-            data = pacsv.read_csv(
-                stream,
-                read_options=pacsv.ReadOptions(column_names=schema.names),
-                parse_options=pacsv.ParseOptions(newlines_in_values=True),
-                convert_options=pacsv.ConvertOptions(
-                    column_types=schema,
-                    null_values=[""],
-                    strings_can_be_null=True,
-                    quoted_strings_can_be_null=False,
-                ),
+        data = copyreader.read_table(reader, query, schema)
+        if data is None:
+            return self.spark.createDataFrame(
+                [], ", ".join(f"{decode.quote(c.name)} string" for c in columns)
             )
         return self.spark.createDataFrame(data)
 
@@ -297,8 +284,6 @@ class Snapshot:
     def _quarantine(self, typed: DataFrame, table: TableMap, count: int) -> None:
         """Rows with a value that does not cast go to the quarantine table, as ev_type
         'snapshot' with the row's text values as JSON in ev_data."""
-        from cdc.pipeline.drain import QUARANTINE_SCHEMA
-
         bad = typed.where(F.col("__reason").isNotNull())
         values = {
             "ev_type": F.lit("snapshot"),
@@ -306,12 +291,8 @@ class Snapshot:
             "ev_extra1": F.lit(table.source),
             "reason": F.col("__reason"),
         }
-        frame = bad.select(
-            *[values.get(n, F.lit(None)).cast(t).alias(n) for n, t in QUARANTINE_SCHEMA]
-        )
-        target = merge.Target(self.pipeline.location(self.pipeline.quarantine), "snapshot", 0)
-        merge.ensure_table(self.spark, target, QUARANTINE_SCHEMA, [])
-        merge.save(frame.write.format("delta").mode("append"), target)
+        frame = quarantine.conform(bad, values)
+        quarantine.append(self.spark, self.pipeline.table(self.pipeline.quarantine), frame)
         log.warning(
             "%d row(s) of %s do not cast to their column types: quarantined", count, table.source
         )

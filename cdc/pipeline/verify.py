@@ -28,10 +28,13 @@ from cdc.config import Pipeline, TableMap
 from cdc.errors import CdcError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
+from cdc.pg.consumer import Consumer
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
+from cdc.targets import delta_table
 
 LOCK_TIMEOUT = "5s"  # waiting longer for the SHARE locks gives up: run verify again
+LIMIT = 20  # differing keys shown per table
 
 
 @dataclass
@@ -80,7 +83,7 @@ def _summary(rows: Iterable[tuple[Any, ...]]) -> tuple[int, str]:
 class Verifier:
     """Compares the pipeline's mirror targets with their sources (see the module)."""
 
-    def __init__(self, pipeline: Pipeline, spark: SparkSession, limit: int = 20) -> None:
+    def __init__(self, pipeline: Pipeline, spark: SparkSession, limit: int = LIMIT) -> None:
         self.pipeline = pipeline
         self.spark = spark
         self.limit = limit
@@ -120,7 +123,7 @@ class Verifier:
                     f"the source tables stayed locked by writers for {LOCK_TIMEOUT}:"
                     " run verify again (a long transaction writing to them holds it up)"
                 ) from None
-            tick_id = source_module.QueueSource(locker, src).tick()
+            tick_id = Consumer.for_source(locker, src).tick()
             if tick_id is None:
                 snapshot.close()
                 raise CdcError(f"queue {src.queue} did not tick: is its ticker paused?")
@@ -131,14 +134,12 @@ class Verifier:
     def _versions_at(self, tick_id: int, maps: list[TableMap]) -> dict[str, int]:
         """The Delta versions of the targets with the consumer at tick T (checked under the
         drain lock: a concurrent drain may have gone further)."""
-        from delta.tables import DeltaTable
-
         src = self.pipeline.source
         with (
             psycopg.connect(src.dsn, autocommit=True) as conn,
             source_module.drain_lock(conn, src, "verify"),
         ):
-            position = source_module.QueueSource(conn, src).position()
+            position = Consumer.for_source(conn, src).position()
             if position != tick_id:
                 raise CdcError(
                     f"another drain of {src.queue}/{src.consumer} went past the"
@@ -146,13 +147,7 @@ class Verifier:
                 )
             versions = {}
             for m in maps:
-                location = self.pipeline.location(m.target)
-                table = (
-                    DeltaTable.forPath(self.spark, location)
-                    if "/" in location
-                    else DeltaTable.forName(self.spark, location)
-                )
-                versions[m.target] = table.history(1).collect()[0]["version"]
+                versions[m.target] = delta_table.version(self.spark, self.pipeline.table(m.target))
         return versions
 
     def _source_rows(

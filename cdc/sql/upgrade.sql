@@ -5,6 +5,9 @@ drop function if exists cdc._cap_changed(text, oid);
 drop function if exists cdc._cap_sql_value(text, text, oid);
 drop function if exists cdc._cap_sql_payload(text, regclass, text[], text[]);
 drop function if exists cdc._batch_sql(bigint, bigint[]);
+-- Payload builders now one per format (capture/formats/), behind cdc._cap_payload.
+drop function if exists cdc._cap_row_payload(text, text, regclass, text[]);
+drop function if exists cdc._cap_sql_payload(text, regclass, text[], text[], text, text);
 -- Capture generators that now return the function DDL and the trigger DDL apart (out
 -- parameters instead of text).
 do $$

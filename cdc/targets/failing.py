@@ -18,7 +18,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from cdc.targets import merge
+from cdc.targets import delta_table
+from cdc.targets.table import Commit, TableRef, quote
 
 SCHEMA = [
     ("target", "string"),
@@ -53,55 +54,46 @@ def current(rows: list[dict[str, Any]]) -> dict[str, Mark]:
     }
 
 
-def read(spark: SparkSession, location: str) -> dict[str, Mark]:
+def read(spark: SparkSession, ref: TableRef) -> dict[str, Mark]:
     """The failing targets, read with Spark (no table: none)."""
-    target = merge.Target(location, "", 0)
-    if not merge.table_exists(spark, target):
+    if not delta_table.exists(spark, ref):
         return {}
-    frame = spark.read.table(location) if not target.is_path else None
-    if frame is None:
-        frame = spark.read.format("delta").load(location)
-    return current([row.asDict() for row in frame.collect()])
+    return current([row.asDict() for row in delta_table.read(spark, ref).collect()])
 
 
-def read_local(location: str) -> dict[str, Mark]:
+def read_local(ref: TableRef) -> dict[str, Mark]:
     """The failing targets, read with delta-rs (no JVM; a path location only)."""
-    import pyarrow as pa
-    from deltalake import DeltaTable, QueryBuilder
-
-    if "/" not in location or not DeltaTable.is_deltatable(location):
+    table = delta_table.LocalTable.open(ref)
+    if table is None:
         return {}
-    # through the query engine: it reads column-mapped tables (DeltaTable.to_pyarrow does not)
-    result = QueryBuilder().register("f", DeltaTable(location)).execute("select * from f")
-    return current(pa.table(result.read_all()).to_pylist())
+    return current(table.query("f", "select * from f"))
 
 
 def _append(
-    spark: SparkSession, target: merge.Target, rows: list[tuple[Any, ...]], idempotent: bool
+    spark: SparkSession, ref: TableRef, rows: list[tuple[Any, ...]], commit: Commit | None
 ) -> None:
-    merge.ensure_table(spark, target, SCHEMA, [])
-    schema = ", ".join(f"{merge.quote(n)} {t}" for n, t in SCHEMA)
+    delta_table.ensure(spark, ref, SCHEMA, [])
+    schema = ", ".join(f"{quote(n)} {t}" for n, t in SCHEMA)
     frame = spark.createDataFrame(rows, schema).withColumn("at", F.current_timestamp())
-    if idempotent:
-        merge.write(frame, target, "append")
-    else:
-        merge.save(frame.write.format("delta").mode("append"), target)
+    delta_table.append(frame, ref, commit)
 
 
-def mark(spark: SparkSession, target: merge.Target, marks: dict[str, tuple[str, str]]) -> None:
-    """Marks targets failing at the batch's tick (target.version): {target: (source, reason)},
-    in one commit with the batch's idempotent-write marks."""
+def mark(
+    spark: SparkSession, ref: TableRef, commit: Commit, marks: dict[str, tuple[str, str]]
+) -> None:
+    """Marks targets failing at the batch's tick (commit.version): {target: (source,
+    reason)}, in one commit with the batch's idempotent-write marks."""
     if marks:
         rows = [
-            (name, source, FAILING, reason, target.version, None)
+            (name, source, FAILING, reason, commit.version, None)
             for name, (source, reason) in sorted(marks.items())
         ]
-        _append(spark, target, rows, idempotent=True)
+        _append(spark, ref, rows, commit)
 
 
 def clear(
-    spark: SparkSession, location: str, source: str, targets: list[str], tick_id: int | None
+    spark: SparkSession, ref: TableRef, source: str, targets: list[str], tick_id: int | None
 ) -> None:
     """Marks the targets of a source recovered (cdc resync), as of the consumer's tick."""
     rows = [(name, source, RESYNCED, "resynced", tick_id, None) for name in targets]
-    _append(spark, merge.Target(location, "resync", 0), rows, idempotent=False)
+    _append(spark, ref, rows, None)

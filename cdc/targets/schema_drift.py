@@ -46,7 +46,9 @@ from cdc.errors import TableUnappliable
 from cdc.pg import pgarray, sqlfiles
 from cdc.pg.pgtypes import Column
 from cdc.pipeline.decode import cast_text, quote, value
-from cdc.targets import fold, merge
+from cdc.targets import delta_table, fold
+from cdc.targets.kind import TargetKind
+from cdc.targets.table import TableRef
 
 log = logging.getLogger("cdc.schema_drift")
 
@@ -185,10 +187,10 @@ def fill_of(conn: psycopg.Connection, schema: str, table: str) -> Fill:
 def reconcile(
     spark: SparkSession,
     conn: psycopg.Connection,
-    target: merge.Target,
+    target: TableRef,
     source: tuple[str, str],
     columns: list[Column],
-    mode: str,
+    kind: TargetKind,
 ) -> Drift:
     """Brings the target's schema in line with the source's columns where that is lossless,
     and says how this batch's events are written (see the module docstring). Raises
@@ -202,14 +204,14 @@ def reconcile(
             " case-insensitive: rename one of them in the source, or leave all but one out"
             " of the capture (cdc attach --ignore), then resync the table",
         )
-    fill = fill_of(conn, *source) if mode == "mirror" else Fill()
-    if not merge.table_exists(spark, target):
-        merge.ensure_target(spark, target, columns, mode)
+    fill = fill_of(conn, *source) if kind.holds_rows else Fill()
+    if not delta_table.exists(spark, target):
+        kind.ensure(spark, target, columns)
         return Drift(columns, missing=_missing(columns, fill))
-    props = _properties(spark, target)
+    props = delta_table.properties(spark, target)
     if props.get(BACKFILL):
         _finish_backfill(spark, target, json.loads(props[BACKFILL]))
-    fields = {f.name.lower(): f for f in spark.table(target.sql_name).schema.fields}
+    fields = {f.name.lower(): f for f in delta_table.schema(spark, target).fields}
     written: list[Column] = []
     source_types: dict[int, str] = {}
     for i, c in enumerate(columns):
@@ -227,11 +229,11 @@ def reconcile(
             )  # fmt: skip
         written.append(Column(c.name, c.pg_type, delta_type, c.is_key))
     added = [c for c in columns if c.name.lower() not in fields]
-    if added and mode == "mirror":
+    if added and kind.holds_rows:
         _add_columns(spark, target, name, added, fill)
     elif added:
-        merge.ensure_target(spark, target, columns, mode)
-    if mode == "mirror":
+        kind.ensure(spark, target, columns)
+    if kind.holds_rows:
         _follow_key(spark, target, name, written, fields, props.get(KEY))
     return Drift(written, source_types, _missing(columns, fill))
 
@@ -240,32 +242,19 @@ def _missing(columns: list[Column], fill: Fill) -> dict[int, str]:
     return {i: fill.missing[c.name] for i, c in enumerate(columns) if c.name in fill.missing}
 
 
-def _properties(spark: SparkSession, target: merge.Target) -> dict[str, str]:
-    rows = spark.sql(f"show tblproperties {target.sql_name}").collect()
-    return {r[0]: r[1] for r in rows}
-
-
-def _has_rows(spark: SparkSession, target: merge.Target) -> bool:
-    return bool(spark.table(target.sql_name).limit(1).count())
+def _has_rows(spark: SparkSession, target: TableRef) -> bool:
+    return bool(delta_table.read(spark, target).limit(1).count())
 
 
 def _widen(
-    spark: SparkSession, target: merge.Target, column: str, new_type: str, props: dict[str, str]
+    spark: SparkSession, target: TableRef, column: str, new_type: str, props: dict[str, str]
 ) -> None:
-    wanted = {"delta.enableTypeWidening": "true"}
-    if new_type == "timestamp_ntz":
-        wanted["delta.feature.timestampNtz"] = "supported"
-    todo = {k: v for k, v in wanted.items() if props.get(k) != v}
-    if todo:
-        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in todo.items())
-        spark.sql(f"alter table {target.sql_name} set tblproperties ({pairs})")
-        props.update(todo)
-    spark.sql(f"alter table {target.sql_name} alter column {quote(column)} type {new_type}")
+    delta_table.retype(spark, target, column, new_type, props)
     log.info("%s: column %s widened to %s", target.location, column, new_type)
 
 
 def _add_columns(
-    spark: SparkSession, target: merge.Target, name: str, added: list[Column], fill: Fill
+    spark: SparkSession, target: TableRef, name: str, added: list[Column], fill: Fill
 ) -> None:
     """Adds columns to a mirror; the rows it has get each column's missing value."""
     pending: dict[str, str] = {}
@@ -280,31 +269,17 @@ def _add_columns(
             )
         pending = {c.name: fill.missing[c.name] for c in added if c.name in fill.missing}
     if pending:
-        spark.sql(
-            f"alter table {target.sql_name} set tblproperties"
-            f" ('{BACKFILL}' = '{_sql_text(json.dumps(pending))}')"
-        )
-    cols = ", ".join(f"{quote(c.name)} {c.spark_type}" for c in added)
-    spark.sql(f"alter table {target.sql_name} add columns ({cols})")
+        delta_table.set_properties(spark, target, {BACKFILL: json.dumps(pending)})
+    delta_table.add_columns(spark, target, [(c.name, c.spark_type) for c in added])
     if pending:
         _finish_backfill(spark, target, pending)
 
 
-def _sql_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
-
-
-def _finish_backfill(spark: SparkSession, target: merge.Target, fills: dict[str, str]) -> None:
+def _finish_backfill(spark: SparkSession, target: TableRef, fills: dict[str, str]) -> None:
     """Fills in the columns the target's cdc.backfill property names (rows that are null
     there predate the column: no event has been applied to it yet), then drops the mark."""
-    from delta.tables import DeltaTable
-
-    types = {f.name: f.dataType.simpleString() for f in spark.table(target.sql_name).schema}
-    table = (
-        DeltaTable.forPath(spark, target.location)
-        if target.is_path
-        else DeltaTable.forName(spark, target.location)
-    )
+    types = {f.name: f.dataType.simpleString() for f in delta_table.schema(spark, target)}
+    table = delta_table.spark_table(spark, target)
     for column, text in fills.items():
         if column not in types:
             continue
@@ -312,13 +287,13 @@ def _finish_backfill(spark: SparkSession, target: merge.Target, fills: dict[str,
             F.col(quote(column)).isNull(),
             {quote(column): cast_text(F.lit(text), canonical(types[column]))},
         )
-    spark.sql(f"alter table {target.sql_name} unset tblproperties ('{BACKFILL}')")
+    delta_table.unset_property(spark, target, BACKFILL)
     log.info("%s: existing rows given the default of %s", target.location, ", ".join(fills))
 
 
 def _follow_key(
     spark: SparkSession,
-    target: merge.Target,
+    target: TableRef,
     name: str,
     columns: list[Column],
     fields: dict,
@@ -331,25 +306,24 @@ def _follow_key(
     )
     if sorted(k.lower() for k in old_key) != sorted(k.lower() for k in key):
         _check_new_key(spark, target, name, columns, old_key)
-        value_text = _sql_text(json.dumps(key))
-        spark.sql(f"alter table {target.sql_name} set tblproperties ('{KEY}' = '{value_text}')")
+        delta_table.set_properties(spark, target, {KEY: json.dumps(key)})
     lowered = {k.lower() for k in key}
     for f in fields.values():  # (columns added this batch are nullable)
         if not f.nullable and f.name.lower() not in lowered:
-            spark.sql(f"alter table {target.sql_name} alter column {quote(f.name)} drop not null")
+            delta_table.drop_not_null(spark, target, f.name)
             log.info("%s: column %s is no longer a key: nullable", target.location, f.name)
 
 
 def _check_new_key(
     spark: SparkSession,
-    target: merge.Target,
+    target: TableRef,
     name: str,
     columns: list[Column],
     old_key: list[str],
 ) -> None:
     """The target's rows must be complete and unique by the new key to be matched by it."""
     keys = [c for c in columns if c.is_key]
-    frame: DataFrame = spark.table(target.sql_name)
+    frame: DataFrame = delta_table.read(spark, target)
     exprs = [
         fold.norm_numeric(F.col(quote(c.name))) if fold.is_numeric_text(c) else F.col(quote(c.name))
         for c in keys

@@ -17,14 +17,11 @@ from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
 from cdc.targets import failing
-from tests.pg import test_capture_pgq as pgq_diff
 from tests.support import drainkit
+from tests.support.databases import create_database, drop_database
 
 # Spark and Delta: run once per suite run (see scripts/test.sh), not once per server
 pytestmark = pytest.mark.spark
-
-# the throwaway PostgreSQL 15 cluster with PgQ of the differential capture test
-pgq_admin_dsn = pgq_diff.pgq_admin_dsn
 
 FORMATS = ("json", "urlenc", "sql")
 
@@ -146,7 +143,7 @@ def test_bad_events_go_to_quarantine_and_the_batch_finishes(small, dsn, spark, t
     )
     with Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark) as drain:
         assert drain.run() >= 1
-        assert drain.source.next_batch() is None or drain.run() >= 0
+        assert drain.consumer.next_batch() is None or drain.run() >= 0
     q = spark.read.format("delta").load(str(tmp_path / "_quarantine"))
     reasons = sorted((r.ev_extra1, r.reason) for r in q.collect())
     assert reasons == [
@@ -219,11 +216,11 @@ def test_history_has_one_row_per_event_even_when_a_batch_is_redone(small, dsn, s
             raise Died
 
     with Drain(pipe, spark) as drain:
-        drain.source.tick()
-        batch = drain.source.next_batch()
+        drain.consumer.tick()
+        batch = drain.consumer.next_batch()
         with pytest.raises(Died):
             drain.apply(batch, on_stage=die)
-        again = drain.source.next_batch()
+        again = drain.consumer.next_batch()
         assert again is not None and again.tick_id == batch.tick_id
         drain.apply(again)
     hist = spark.read.format("delta").load(str(tmp_path / "a_history"))
@@ -258,7 +255,7 @@ def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):
 def test_consumes_a_real_pgq_queue(pgq_admin_dsn, spark, tmp_path):
     """queue_schema = "pgq": PgQ 3.5's own queue and C triggers, drained the same way."""
     name = f"drain_pgq_{uuid.uuid4().hex[:10]}"
-    dsn = pgq_diff._create_db(pgq_admin_dsn, name)
+    dsn = create_database(pgq_admin_dsn, name)
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("create extension pgq")
@@ -287,9 +284,7 @@ def test_consumes_a_real_pgq_queue(pgq_admin_dsn, spark, tmp_path):
             for fmt in FORMATS:
                 assert_mirrored(conn, spark, tmp_path, f"t_{fmt}")
     finally:
-        pgq_diff._admin_exec(
-            pgq_admin_dsn, sql.SQL("drop database {} with (force)").format(sql.Identifier(name))
-        )
+        drop_database(pgq_admin_dsn, name)
 
 
 def test_large_batches_are_read_over_jdbc_in_slices(spark, tmp_path):
@@ -305,14 +300,14 @@ def test_large_batches_are_read_over_jdbc_in_slices(spark, tmp_path):
             dsn, str(tmp_path), small_conf(), jdbc_min_events=1, jdbc_partitions=3
         )
         drain = Drain(pipe, spark)
-        read_jdbc = drain._read_jdbc
+        read_jdbc = drain.reader._read_jdbc
         calls: list[int] = []
 
         def counting(*args):
             calls.append(1)
             return read_jdbc(*args)
 
-        drain._read_jdbc = counting
+        drain.reader._read_jdbc = counting
         try:
             assert drain.run() >= 1
         finally:
@@ -356,7 +351,7 @@ def test_source_columns_may_have_the_names_of_the_drains_own_columns(conn, dsn, 
     conn.execute("update odd set op = 'again' where id = 1")
     with Drain(pipe, spark) as drain:
         drain.run()
-        marks = failing.read(spark, pipe.location(pipe.failing_table))
+        marks = failing.read(spark, pipe.table(pipe.failing_table))
     clash = "odd_history: source column(s) op, ev_id, ev_time, ev_txid, tick_id have"
     assert list(marks) == ["odd_history"]
     assert clash in marks["odd_history"].reason

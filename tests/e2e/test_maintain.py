@@ -19,7 +19,7 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
-from cdc.targets import merge
+from cdc.targets import delta_table
 
 pytestmark = pytest.mark.spark
 
@@ -40,8 +40,7 @@ def pipeline(dsn, tmp_path):
 
 
 def _files(spark, pipeline) -> int:
-    target = merge.Target(pipeline.location("a"), "t", 0)
-    return int(spark.sql(f"describe detail {target.sql_name}").collect()[0]["numFiles"])
+    return delta_table.files(spark, pipeline.table("a"))
 
 
 def test_maintain_beside_a_running_drain(pipeline, spark):
@@ -107,9 +106,9 @@ def test_concurrent_conflicts_are_recognised_and_retried():
             raise ConcurrentAppendException("files were added by a concurrent update")
         return "done"
 
-    assert merge.retry_conflicts(flaky, "test") == "done" and len(calls) == 3
+    assert delta_table.retry_conflicts(flaky, "test") == "done" and len(calls) == 3
     with pytest.raises(ValueError):
-        merge.retry_conflicts(lambda: (_ for _ in ()).throw(ValueError("no")), "test")
+        delta_table.retry_conflicts(lambda: (_ for _ in ()).throw(ValueError("no")), "test")
 
 
 def test_sql_over_the_replicated_tables(pipeline, spark, capsys):

@@ -139,11 +139,9 @@ def test_a_follow_drain_serves_metrics(pipeline, spark):
 
 
 def test_dead_letters_are_counted_per_table(pipeline):
-    from cdc.pg.source import QueueSource
-
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
         conn.execute("insert into a values (200, 'doomed')")
-        source = QueueSource(conn, pipeline.source)
+        source = Consumer.for_source(conn, pipeline.source)
         source.tick()
         batch = source.next_batch()
         assert batch is not None
@@ -151,7 +149,7 @@ def test_dead_letters_are_counted_per_table(pipeline):
             "select ev_id from cdc.get_batch_events(%s)", (batch.batch_id,)
         ).fetchall()
         conn.execute("select cdc.event_dead(%s, %s, 'test')", (batch.batch_id, ev_id))
-        source.finish(batch)
+        batch.finish()
     state = status.collect(pipeline)
     assert state.consumer.dead_letters == 1
     assert state.tables[0].dead_letters == 1

@@ -14,8 +14,8 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import verify
 from cdc.pipeline.drain import Drain
-from tests.e2e.test_snapshot import DDL, ROW, Writers
 from tests.support import drainkit
+from tests.support.workloads import DDL, ROW, Writers
 
 pytestmark = pytest.mark.spark
 

@@ -21,21 +21,15 @@ import random
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from cdc.pg import capture, install
 from cdc.pg.capture import CaptureOptions
-from tests.support import servers
+from tests.support.databases import create_database, drop_database
 
-PG15_BIN = Path("/usr/lib/postgresql/15/bin")
-PGQ_CONTROL = Path("/usr/share/postgresql/15/extension/pgq.control")
-INSTALL_HINT = "apt-get install postgresql-15 postgresql-15-pgq3"
 TPL_PGQ = "pgq_diff_tpl_pgq"
 TPL_CDC = "pgq_diff_tpl_cdc"
 TRIGGER_FUNC = {"json": "jsontriga", "urlenc": "logutriga", "sql": "sqltriga"}
@@ -201,48 +195,20 @@ ALPHABET = "aZ9 '\"\\&=%+\n\t,{}é日😀_-.~/"
 
 
 @pytest.fixture(scope="session")
-def pgq_admin_dsn() -> Iterator[str]:
-    """Superuser DSN of a throwaway PostgreSQL 15 cluster that has PgQ's extension."""
-    missing = [str(p) for p in (PG15_BIN / "postgres", PGQ_CONTROL) if not p.exists()]
-    if missing:
-        pytest.fail(
-            f"the PgQ differential test needs PostgreSQL 15 with PgQ ({', '.join(missing)} "
-            f"missing): run `{INSTALL_HINT}`",
-            pytrace=False,
-        )
-    with servers.cluster(PG15_BIN, servers.FAST) as dsn:
-        _build_templates(dsn)
-        yield dsn
-
-
-def _admin_exec(admin_dsn: str, stmt: sql.Composable) -> None:
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(stmt)
-
-
-def _create_db(admin_dsn: str, name: str, template: str | None = None) -> str:
-    _admin_exec(
-        admin_dsn, sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-    )
-    stmt = sql.SQL("create database {}").format(sql.Identifier(name))
-    if template:
-        stmt = sql.SQL("{} template {}").format(stmt, sql.Identifier(template))
-    _admin_exec(admin_dsn, stmt)
-    return make_conninfo(admin_dsn, dbname=name)
-
-
-def _build_templates(admin_dsn: str) -> None:
-    """Template A: pgq + queue q + tables; template B: cdc + queue q + the same tables."""
-    a = _create_db(admin_dsn, TPL_PGQ)
+def pgq_templates(pgq_admin_dsn: str) -> str:
+    """Template A: pgq + queue q + tables; template B: cdc + queue q + the same tables (on the
+    PgQ cluster, tests/support/pgq.py); returns the cluster's superuser DSN."""
+    a = create_database(pgq_admin_dsn, TPL_PGQ)
     with psycopg.connect(a, autocommit=True) as conn:
         conn.execute("create extension pgq")
         conn.execute("select pgq.create_queue('q')")
         conn.execute(SCHEMA_DDL)
-    b = _create_db(admin_dsn, TPL_CDC)
+    b = create_database(pgq_admin_dsn, TPL_CDC)
     install.install(b)
     with psycopg.connect(b, autocommit=True) as conn:
         conn.execute("select cdc.create_queue('q')")
         conn.execute(SCHEMA_DDL)
+    return pgq_admin_dsn
 
 
 @dataclass
@@ -260,7 +226,7 @@ def _set(conn: psycopg.Connection, settings: dict[str, str]) -> None:
 
 
 @pytest.fixture
-def pair_factory(pgq_admin_dsn: str) -> Iterator[Callable[..., Pair]]:
+def pair_factory(pgq_templates: str) -> Iterator[Callable[..., Pair]]:
     """Opens fresh clones of both templates: PgQ's under PgQ_DEFAULTS, ours under those
     changed by the given session settings."""
     names: list[str] = []
@@ -272,7 +238,7 @@ def pair_factory(pgq_admin_dsn: str) -> Iterator[Callable[..., Pair]]:
         for tpl in (TPL_PGQ, TPL_CDC):
             name = f"{tpl}_{tag}"
             names.append(name)
-            dsns.append(_create_db(pgq_admin_dsn, name, template=tpl))
+            dsns.append(create_database(pgq_templates, name, template=tpl))
         a, b = (psycopg.connect(d, autocommit=True) for d in dsns)
         conns.extend((a, b))
         _set(a, PGQ_DEFAULTS)
@@ -285,10 +251,7 @@ def pair_factory(pgq_admin_dsn: str) -> Iterator[Callable[..., Pair]]:
     for c in conns:
         c.close()
     for n in names:
-        _admin_exec(
-            pgq_admin_dsn,
-            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(n)),
-        )
+        drop_database(pgq_templates, n)
 
 
 # ---------------------------------------------------------------------------------------------

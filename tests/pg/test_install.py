@@ -22,6 +22,7 @@ from cdc.pg import capture, install, sqlfiles
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Producer, Queue
 from tests.support.databases import drop_database
+from tests.support.roles import PRECREATE_ROLES
 
 ROLES = ("cdc_admin", "cdc_reader", "cdc_writer")
 
@@ -114,7 +115,7 @@ def test_reinstall_changes_no_catalog_object(dsn: str) -> None:
     "path",
     [
         "queue/tables.sql",
-        "queue/functions/cdc.internal.sql",
+        "queue/functions/cdc._retry_events.sql",
         "queue/functions/cdc.info.sql",
         "queue/roles.sql",
         "queue/grants.sql",
@@ -141,25 +142,6 @@ def test_failed_install_changes_nothing(
 
 
 # ---------------------------------------------------------------------- non-superuser owners
-
-
-# What an administrator runs before a database owner without CREATEROLE installs cdc. The
-# roles are cluster-wide and usually exist already (the template database's install).
-PRECREATE_ROLES = """
-do $$
-begin
-    if not exists (select from pg_roles where rolname = 'cdc_reader') then
-        create role cdc_reader nologin;
-    end if;
-    if not exists (select from pg_roles where rolname = 'cdc_writer') then
-        create role cdc_writer nologin;
-    end if;
-    if not exists (select from pg_roles where rolname = 'cdc_admin') then
-        create role cdc_admin nologin in role cdc_reader, cdc_writer;
-    end if;
-end;
-$$
-"""
 
 
 @pytest.fixture(params=[False, True], ids=["createdb", "createdb+createrole"])

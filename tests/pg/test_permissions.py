@@ -15,11 +15,11 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from cdc import __version__, errors
 from cdc.pg.queue import Batch, BatchInfo, Consumer, Producer, Queue
 from tests.support.databases import TEMPLATE, create_database, drop_database
+from tests.support.roles import LoginRoles
 
 ENGINE_ROLES = ("cdc_reader", "cdc_writer", "cdc_admin")
 PUBLIC_FUNCS = frozenset(
@@ -56,38 +56,6 @@ def call(conn: psycopg.Connection, query: str, params: Any = None) -> list[tuple
         return conn.execute(query, params).fetchall()
     except psycopg.Error as exc:
         raise errors.translate(exc) from exc
-
-
-class LoginRoles:
-    """Makes login roles connected to one database; ``cleanup`` closes their connections,
-    runs ``drop owned by`` in that database (objects and privileges there, privileges on the
-    database itself) and drops them."""
-
-    def __init__(self, admin_dsn: str, dsn: str) -> None:
-        self.admin_dsn = admin_dsn
-        self.dsn = dsn
-        self.names: list[str] = []
-        self.opened: list[psycopg.Connection] = []
-
-    def connect(self, member_of: str | None) -> psycopg.Connection:
-        name = f"t_{member_of or 'plain'}_{uuid.uuid4().hex[:10]}"
-        stmt = sql.SQL("create role {} login").format(sql.Identifier(name))
-        if member_of:
-            stmt = sql.SQL("{} in role {}").format(stmt, sql.Identifier(member_of))
-        with psycopg.connect(self.admin_dsn, autocommit=True) as c:
-            c.execute(stmt)
-        self.names.append(name)
-        conn = psycopg.connect(make_conninfo(self.dsn, user=name), autocommit=True)
-        self.opened.append(conn)
-        return conn
-
-    def cleanup(self) -> None:
-        for c in self.opened:
-            c.close()
-        with psycopg.connect(self.dsn, autocommit=True) as c:
-            for name in self.names:
-                c.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
-                c.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 from cdc import errors
 from cdc.pg import install
 from cdc.pg.queue import Consumer, Producer, Queue
-from tests.pg.test_permissions import LoginRoles
+from tests.support.roles import LoginRoles
 
 
 def tick(conn: psycopg.Connection, queue: str = "q") -> int:

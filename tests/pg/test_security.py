@@ -2,7 +2,7 @@
 events against every SECURITY DEFINER function and event trigger of capture.
 
 Roles made here are cluster-wide login roles with unique names, dropped at the end (see
-tests.test_permissions.LoginRoles). An "attacker" is a plain login role that owns a table, or
+tests/support/roles.py). An "attacker" is a plain login role that owns a table, or
 a cdc_admin member; the cdc owner is the superuser of the test server unless the test
 installs as a non-superuser database owner (the guard-trigger path). Every test runs with
 ``check_function_bodies`` on and off where the attacker's session could choose it.
@@ -25,9 +25,8 @@ from cdc import errors
 from cdc.pg import capture, install
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Queue
-from tests.pg.test_install import PRECREATE_ROLES
-from tests.pg.test_permissions import LoginRoles
 from tests.support.databases import drop_database
+from tests.support.roles import PRECREATE_ROLES, LoginRoles
 
 BODIES = pytest.mark.parametrize("bodies", ["on", "off"], ids=["bodies-on", "bodies-off"])
 

@@ -1,4 +1,5 @@
-"""The drain's reader: COPY in CSV form into Arrow, exactly what get_batch_events returns."""
+"""A batch read with COPY in CSV form into Arrow (Batch.arrow, cdc.pg.copyreader): exactly
+what get_batch_events returns; and the consumer's own ticking (Consumer.tick)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import psycopg
 import pyarrow as pa
 
 from cdc import config
+from cdc.pg.batch import EVENT_SCHEMA
 from cdc.pg.queue import Consumer, Producer, Queue
-from cdc.pg.source import EVENT_SCHEMA, QueueSource
 
 NASTY = [
     ("I", "plain", "public.t", None, "", "x"),
@@ -20,16 +21,17 @@ NASTY = [
 
 
 def test_copy_reader_returns_exactly_the_batch(conn: psycopg.Connection, dsn: str) -> None:
+    """Quotes, commas, newlines, NULL against "" and non-ASCII come out as the server has them."""
     Queue(conn, "q").create()
     Consumer(conn, "q", "c").register()
     producer = Producer(conn, "q")
     for ev_type, data, e1, e2, e3, e4 in NASTY:
         producer.insert(ev_type, data, e1, e2, e3, e4)
-    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
     source.tick()
     batch = source.next_batch()
     assert batch is not None
-    table = pa.Table.from_batches(list(source.events(batch)), schema=EVENT_SCHEMA)
+    table = pa.Table.from_batches(list(batch.arrow()), schema=EVENT_SCHEMA)
     expected = conn.execute(
         "select ev_id, ev_time, ev_txid, ev_retry, ev_type, ev_data, ev_extra1, ev_extra2,"
         " ev_extra3, ev_extra4 from cdc.get_batch_events(%s) order by ev_id",
@@ -44,19 +46,19 @@ def test_copy_reader_returns_exactly_the_batch(conn: psycopg.Connection, dsn: st
 
 def test_copy_reader_across_many_small_blocks(conn, dsn, monkeypatch) -> None:
     """Rows with quoted newlines that straddle the reader's blocks come out whole."""
-    from cdc.pg import source as source_module
+    from cdc.pg import batch as batch_module
 
-    monkeypatch.setattr(source_module, "CSV_BLOCK", 512)
+    monkeypatch.setattr(batch_module, "CSV_BLOCK", 512)
     Queue(conn, "q").create()
     Consumer(conn, "q", "c").register()
     conn.execute(
         "select cdc.insert_event('q', 'I', repeat(E'a,\\n\"b', g % 50) || g, 'public.t', null,"
         " null, null) from generate_series(1, 2000) g"
     )
-    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
     source.tick()
     batch = source.next_batch()
-    batches = list(source.events(batch))
+    batches = list(batch.arrow())
     assert len(batches) > 10
     data = [v for b in batches for v in b.column("ev_data").to_pylist()]
     expected = [
@@ -69,13 +71,14 @@ def test_copy_reader_across_many_small_blocks(conn, dsn, monkeypatch) -> None:
 
 
 def test_copy_reader_on_an_empty_batch(conn, dsn) -> None:
+    """An empty batch reads as no record batch at all."""
     Queue(conn, "q").create()
     Consumer(conn, "q", "c").register()
-    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
     source.tick()
     batch = source.next_batch()
     assert batch is not None
-    assert list(source.events(batch)) == []
+    assert list(batch.arrow()) == []
 
 
 def _ticks(conn: psycopg.Connection) -> int:
@@ -90,7 +93,7 @@ def test_tick_if_new_sees_an_event_committed_after_the_tick_that_numbered_it(
     transactions that were running at the last tick."""
     Queue(conn, "q").create()
     Consumer(conn, "q", "c").register()
-    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
     writer = connect(autocommit=False)
     Producer(writer, "q").insert("I", "late", "public.t")  # numbered, not committed
     source.tick()  # the writer is in this tick's snapshot as running
@@ -100,12 +103,12 @@ def test_tick_if_new_sees_an_event_committed_after_the_tick_that_numbered_it(
     assert _ticks(conn) == before + 1
     batch = source.next_batch()
     assert batch is not None
-    source.finish(batch)
+    batch.finish()
     batch = source.next_batch()
     assert batch is not None
-    events = pa.Table.from_batches(list(source.events(batch)), schema=EVENT_SCHEMA)
+    events = pa.Table.from_batches(list(batch.arrow()), schema=EVENT_SCHEMA)
     assert events.column("ev_data").to_pylist() == ["late"]
-    source.finish(batch)
+    batch.finish()
     before = _ticks(conn)
     source.tick(only_if_new=True)  # nothing new, nobody was running: no tick
     assert _ticks(conn) == before
@@ -125,10 +128,29 @@ def test_copy_reader_reads_a_value_larger_than_its_block(conn, dsn) -> None:
         " null, null, null)"
     )
     conn.execute("select cdc.insert_event('q', 'I', 'after', 'public.t', null, null, null)")
-    source = QueueSource(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
+    source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
     source.tick()
     batch = source.next_batch()
-    data = [v for b in source.events(batch) for v in b.column("ev_data").to_pylist()]
+    data = [v for b in batch.arrow() for v in b.column("ev_data").to_pylist()]
     assert [len(v) for v in data] == [7, 7, 7, 50_000_000, 5]
     assert data[3] == 'x",\n' * 12_500_000 and data[4] == "after"
     assert conn.execute("select 1").fetchone() == (1,)
+
+
+def test_copy_table_reader_keeps_null_apart_from_empty(conn: psycopg.Connection) -> None:
+    """copyreader.read_table (the snapshot's COPY read) returns NULL, "", quotes and newlines
+    as they are, and None for an empty result."""
+    from psycopg import sql
+
+    from cdc.pg import copyreader
+
+    schema = pa.schema([("a", pa.string()), ("b", pa.string())])
+    query = sql.SQL(
+        "copy (select * from (values (null, ''), ('x,\"y' || chr(10) || 'z', 'é')) v(a, b))"
+        " to stdout with (format csv)"
+    )
+    table = copyreader.read_table(conn, query, schema)
+    assert table is not None
+    assert table.to_pylist() == [{"a": None, "b": ""}, {"a": 'x,"y\nz', "b": "é"}]
+    empty = sql.SQL("copy (select 'a', 'b' where false) to stdout with (format csv)")
+    assert copyreader.read_table(conn, empty, schema) is None

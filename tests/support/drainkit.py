@@ -5,14 +5,12 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from cdc import config
 from cdc.config import Pipeline
 from tests.support import servers
-
-PG15_BIN = Path("/usr/lib/postgresql/15/bin")
+from tests.support.servers import PG15_BIN
 
 TYPES_DDL = """
 create type mood as enum ('happy', 'so sad', 'Qu''ote');

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
 
+# Debian's PostgreSQL 15 (the second server the suite runs on; PgQ's package is built for it).
+PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 # Settings for test clusters: durability is not what the tests are about.
 FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 

@@ -196,12 +196,22 @@ def test_spark_types(pg, typmod, spark):
     assert pgtypes.spark_type(pg, typmod) == spark
 
 
-def test_jdbc_slices_cover_every_ev_id():
-    from cdc.pg.source import BatchRef, jdbc_slices
+def _info(first_seq: int, last_seq: int):
+    """A batch's info between ticks at these event sequence positions."""
+    import datetime as dt
 
-    slices = jdbc_slices(BatchRef(1, 2, 1, first_seq=100, last_seq=200), 4)
+    from cdc.pg.batch import BatchInfo
+
+    now = dt.datetime.now(dt.UTC)
+    return BatchInfo(1, 2, 1, now, now, cur_tick_event_seq=last_seq, prev_tick_event_seq=first_seq)
+
+
+def test_jdbc_slices_cover_every_ev_id():
+    from cdc.pg.batch import jdbc_slices
+
+    slices = jdbc_slices(_info(first_seq=100, last_seq=200), 4)
     assert slices == [(None, 125), (125, 150), (150, 175), (175, None)]
-    assert jdbc_slices(BatchRef(1, 2, 1, first_seq=5, last_seq=5), 2) == [(None, 6), (6, None)]
+    assert jdbc_slices(_info(first_seq=5, last_seq=5), 2) == [(None, 6), (6, None)]
 
 
 def test_jdbc_url_from_a_dsn():

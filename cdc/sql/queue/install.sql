@@ -12,16 +12,32 @@
 -- Producers call cdc.insert_event(queue, type, data [, extra1..4]); a ticker calls
 -- cdc.ticker() every second, cdc.maint_retry_events() and the cdc.maint_operations().
 
+-- Errors carry SQLSTATEs of class QC, one Python class each in cdc/errors.py; the table in
+-- docs/queue.md ("Errors") is generated from it (python -m cdc.errors).
+--
+-- One function, or one tight group, per file under functions/, named after it. The internal
+-- helpers (cdc._*) come first: the public functions call them.
+
 \ir tables.sql
-\ir functions/cdc.internal.sql
+\ir functions/cdc._require.sql
+\ir functions/cdc._queue.sql
+\ir functions/cdc._consumer_access.sql
+\ir functions/cdc._event_table.sql
+\ir functions/cdc._batch.sql
+\ir functions/cdc._tick.sql
+\ir functions/cdc._count_tx_event.sql
+\ir functions/cdc._retry_events.sql
 \ir functions/cdc.create_queue.sql
 \ir functions/cdc.drop_queue.sql
 \ir functions/cdc.set_queue_config.sql
 \ir functions/cdc.insert_event.sql
 \ir functions/cdc.current_event_table.sql
 \ir functions/cdc.register_consumer.sql
+\ir functions/cdc.unregister_consumer.sql
+\ir functions/cdc.set_consumer_owner.sql
 \ir functions/cdc.next_batch.sql
 \ir functions/cdc.get_batch_events.sql
+\ir functions/cdc.finish_batch.sql
 \ir functions/cdc.event_retry.sql
 \ir functions/cdc.ticker.sql
 \ir functions/cdc.maint.sql

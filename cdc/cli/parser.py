@@ -1,0 +1,193 @@
+"""The ``cdc`` command line, built in one place: every command and option.
+
+A default shown here is read from the module that owns it (a dataclass field or a named
+constant), never written a second time; the help texts show it through ``%(default)s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from cdc import __version__, formats
+from cdc.cli import capture, ops, pipeline, queue
+from cdc.config import add_config_argument, add_dsn_argument, default
+from cdc.pg.capture import CaptureOptions
+from cdc.pg.ticker import TickerSettings
+
+DESCRIPTION = "The ``cdc`` command."
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command. The pipeline modules (they import pyspark) are imported
+    here, not at import time, for their defaults and the drain's options."""
+    from cdc import demo
+    from cdc.ops import maintain
+    from cdc.pipeline import drain, snapshot, verify
+
+    p = argparse.ArgumentParser(prog="cdc", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"cdc {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func: Command, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        sp.set_defaults(func=func)
+        return sp
+
+    # the engine and its queues (cdc.cli.queue)
+    sp = add("install", queue.cmd_install, "install or upgrade the queue engine (one transaction)")
+    add_dsn_argument(sp)
+
+    sp = add("uninstall", queue.cmd_uninstall, "remove the queue engine and its roles")
+    add_dsn_argument(sp)
+    sp.add_argument("--keep-roles", action="store_true", help="do not drop the cdc_* roles")
+
+    sp = add("queue", queue.cmd_queue, "create, drop or show a queue")
+    sp.add_argument("action", choices=["create", "drop", "info"])
+    sp.add_argument("name", help="queue name")
+    add_dsn_argument(sp)
+    sp.add_argument("--force", action="store_true", help="drop even with consumers")
+
+    # capture (cdc.cli.capture)
+    sp = add(
+        "attach", capture.cmd_attach, "capture a table's changes into a queue (generated triggers)"
+    )
+    sp.add_argument("table", help="SCHEMA.TABLE")
+    sp.add_argument("--queue", required=True, help="queue to write events to")
+    sp.add_argument(
+        "--format", choices=list(formats.NAMES), default=default(CaptureOptions, "format")
+    )
+    sp.add_argument("--ignore", help="columns left out of events: c1,c2")
+    sp.add_argument("--pkey", help="key columns instead of the primary key: c1,c2")
+    sp.add_argument("--backup", action="store_true", help="old row in ev_extra2 on UPDATE")
+    sp.add_argument("--when", help="boolean expression; false skips the event")
+    sp.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="N=EXPR",
+        help="ev_extraN from an expression (N 1-4); repeat",
+    )
+    sp.add_argument("--ev-type", help="expression for ev_type")
+    sp.add_argument("--skip", action="store_true", help="queue the event, skip the row change")
+    sp.add_argument("--deny", action="store_true", help="refuse changes to the table")
+    sp.add_argument("--mode", choices=["row", "statement"], default=default(CaptureOptions, "mode"))
+    sp.add_argument("--print", action="store_true", help="show the generated SQL, run nothing")
+    add_dsn_argument(sp)
+
+    sp = add("detach", capture.cmd_detach, "remove capture triggers from a table")
+    sp.add_argument("table", help="SCHEMA.TABLE")
+    sp.add_argument("--queue", help="only this queue's capture (default: all)")
+    add_dsn_argument(sp)
+
+    sp = add(
+        "triggers", capture.cmd_triggers, "list captured tables; exit 1 when any trigger is stale"
+    )
+    sp.add_argument("--json", action="store_true", help="JSON output")
+    add_dsn_argument(sp)
+
+    sp = add("ticker", queue.cmd_ticker, "tick queues, re-insert retries, rotate tables")
+    add_dsn_argument(sp, several=True)
+    sp.add_argument("--once", action="store_true", help="one round, then exit")
+    for name, help in (
+        ("tick_period", "seconds between ticks"),
+        ("retry_period", "seconds between retry runs"),
+        ("maint_period", "seconds between maintenance"),
+    ):
+        sp.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=float,
+            default=default(TickerSettings, name),
+            help=f"{help} (%(default)g)",
+        )
+    sp.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+
+    sp = add(
+        "status",
+        ops.cmd_status,
+        "queue, consumer and tables of a pipeline; exit 1 when the ticker is stalled or a table"
+        " is failing",
+    )
+    add_config_argument(sp)
+    shown = sp.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="JSON output")
+    shown.add_argument("--prometheus", action="store_true", help="Prometheus text format")
+
+    # the Spark commands of a pipeline (cdc.cli.pipeline)
+    sp = add(
+        "drain", pipeline.cmd_drain, "apply queue batches to Delta tables (local Spark session)"
+    )
+    drain.add_arguments(sp)
+
+    sp = add(
+        "snapshot",
+        pipeline.cmd_snapshot,
+        "load captured tables' existing rows into their Delta tables, consistent with the queue",
+    )
+    sp.add_argument("tables", nargs="+", metavar="SCHEMA.TABLE", help="source tables to load")
+    add_config_argument(sp)
+    _add_copy_arguments(sp, snapshot.PARTITIONS)
+
+    sp = add(
+        "resync",
+        pipeline.cmd_resync,
+        "recover a failing table: a new snapshot of it, then its events apply again",
+    )
+    sp.add_argument("table", metavar="SCHEMA.TABLE", help="the source table, as in the config")
+    add_config_argument(sp)
+    _add_copy_arguments(sp, snapshot.PARTITIONS)
+
+    sp = add(
+        "verify",
+        pipeline.cmd_verify,
+        "compare mirror targets with their sources at one consistent point; exit 1 if any differs",
+    )
+    sp.add_argument("tables", nargs="*", metavar="SCHEMA.TABLE", help="default: every mirror")
+    add_config_argument(sp)
+    sp.add_argument(
+        "--limit",
+        type=int,
+        default=verify.LIMIT,
+        help="differing keys shown per table (%(default)s)",
+    )
+    sp.add_argument("--json", action="store_true", help="JSON output")
+
+    # operations (cdc.cli.ops)
+    sp = add("sql", ops.cmd_sql, "Spark SQL over the replicated tables (views named as targets)")
+    sp.add_argument("query", help="a Spark SQL query, e.g. 'select count(*) from orders'")
+    add_config_argument(sp)
+    sp.add_argument("--limit", type=int, default=100, help="rows shown, 0 for all (%(default)s)")
+    sp.add_argument("--format", default="table", help="table, json (lines) or csv")
+
+    sp = add("maintain", ops.cmd_maintain, "OPTIMIZE (ordered by key) and VACUUM the Delta tables")
+    sp.add_argument("targets", nargs="*", help="targets (default: all and the quarantine)")
+    add_config_argument(sp)
+    sp.add_argument("--no-optimize", action="store_true", help="skip OPTIMIZE")
+    sp.add_argument("--no-vacuum", action="store_true", help="skip VACUUM")
+    sp.add_argument(
+        "--retain-hours",
+        type=int,
+        default=maintain.DEFAULT_RETAIN_HOURS,
+        help="VACUUM keeps files this recent (%(default)s)",
+    )
+
+    sp = add("demo", ops.cmd_demo, "replicate a small shop from an embedded PostgreSQL into Delta")
+    demo.add_arguments(sp)
+
+    sp = add("jars", ops.cmd_jars, "fetch the Delta and PostgreSQL JDBC jars through Maven")
+    sp.add_argument("--dest", help="folder (default: $CDC_JARS_DIR or ~/.cache/cdc-delta/jars)")
+    return p
+
+
+def _add_copy_arguments(parser: argparse.ArgumentParser, partitions: int) -> None:
+    """The options of the commands that copy a table (snapshot, resync)."""
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=partitions,
+        help="parallel JDBC reads by key range (%(default)s)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")

@@ -1,0 +1,79 @@
+"""The Spark commands that run a pipeline file (--config): drain, snapshot, resync, verify."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from cdc.cli.common import pipeline_and_spark
+
+log = logging.getLogger("cdc")
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    from cdc.pipeline import drain
+
+    pipeline, session = pipeline_and_spark(args, "cdc-drain")
+    on_batch = None
+    if args.mode == "follow" and pipeline.metrics_port:
+        on_batch = drain.serve_metrics(pipeline)
+    with drain.Drain(pipeline, session, tick=not args.no_tick) as runner:
+        runner.stop_on_signals()
+        batches = runner.run(args.mode, on_batch=on_batch)
+    log.info("%d batch(es) applied", batches)
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from cdc.pipeline import snapshot
+
+    pipeline, session = pipeline_and_spark(args, "cdc-snapshot")
+    loader = snapshot.Snapshot(pipeline, session, progress=not args.no_progress)
+    for table in args.tables:
+        result = loader.run(table, args.partitions)
+        print(
+            f"{result.table}: {result.rows:,} rows into {', '.join(result.targets)}"
+            f" in {result.seconds:.1f} s"
+            + (f", {result.quarantined:,} quarantined" if result.quarantined else "")
+        )
+    return 0
+
+
+def cmd_resync(args: argparse.Namespace) -> int:
+    from cdc.pipeline import resync
+
+    pipeline, session = pipeline_and_spark(args, "cdc-resync")
+    result = resync.resync(
+        pipeline, session, args.table, args.partitions, progress=not args.no_progress
+    )
+    cleared = ", ".join(result.cleared) if result.cleared else "none was failing"
+    print(
+        f"{result.table}: {result.rows:,} rows at tick {result.position} in"
+        f" {result.seconds:.1f} s"
+        + (f", {result.quarantined:,} quarantined" if result.quarantined else "")
+        + f"; failing marks cleared: {cleared}"
+    )
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from cdc.pipeline import verify
+
+    pipeline, session = pipeline_and_spark(args, "cdc-verify")
+    verdicts = verify.Verifier(pipeline, session, args.limit).run(args.tables)
+    if args.json:
+        print(json.dumps([v.as_dict() for v in verdicts], indent=2, default=str))
+    else:
+        for v in verdicts:
+            state = "ok" if v.ok else "DIFFERS"
+            print(
+                f"{v.source} -> {v.target}: {state} at tick {v.tick_id} (Delta version"
+                f" {v.delta_version}): source {v.source_rows:,} rows, Delta {v.delta_rows:,}"
+                f" rows, hashes {v.source_hash} / {v.delta_hash}"
+            )
+            if not v.ok:
+                print(f"  {v.differences:,} differing key(s); the first {len(v.keys)}:")
+                for k in v.keys:
+                    print(f"    {k['kind']}: {k['key']}")
+    return 0 if all(v.ok for v in verdicts) else 1

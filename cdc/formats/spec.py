@@ -1,0 +1,108 @@
+"""What a capture format is: a value binding a name to the ev_type shape its row events are
+recognised by, its capability flags, and its decoder (ev_data -> column -> text value).
+
+One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in one registry
+(``cdc.formats.registry``), from which every classifier is made. Invariants:
+
+- a row event (INSERT, UPDATE, DELETE) belongs to the first format whose ``ev_type`` shape
+  matches; each shape is one predicate with an Arrow and a Spark form that agree;
+- a TRUNCATE needs no decoder (its column map is empty). json writes it in its own shape
+  (``op`` TRUNCATE); urlenc and sql both write the bare ev_type ``R``
+  (docs/event-format.md §3.6), so ``R`` tells no format: ``truncate_type`` records it,
+  and classifiers give it op ``R`` and no format;
+- a format decodes either inside the JVM (``jvm_map``: a Spark expression over ev_data) or in
+  Python (``python_map``: run in an Arrow UDF, on that format's events only);
+- importing this module, and the format modules, needs neither pyspark nor pyarrow: both are
+  imported inside the functions that build their expressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column
+
+    ArrowStrings = pa.Array | pa.ChunkedArray
+
+KvMap = dict[str, str | None]
+
+
+@dataclass(frozen=True)
+class StartsWith:
+    """ev_type begins with ``prefix``."""
+
+    prefix: str
+
+    def arrow(self, ev_type: ArrowStrings) -> ArrowStrings:
+        import pyarrow.compute as pc
+
+        return pc.starts_with(ev_type, self.prefix)
+
+    def spark(self, ev_type: Column) -> Column:
+        return ev_type.startswith(self.prefix)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """ev_type contains a match of ``regex`` (a pattern that RE2 and Java read alike)."""
+
+    regex: str
+
+    def arrow(self, ev_type: ArrowStrings) -> ArrowStrings:
+        import pyarrow.compute as pc
+
+        return pc.match_substring_regex(ev_type, self.regex)
+
+    def spark(self, ev_type: Column) -> Column:
+        return ev_type.rlike(self.regex)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """ev_type is exactly one of ``values``."""
+
+    values: tuple[str, ...]
+
+    def arrow(self, ev_type: ArrowStrings) -> ArrowStrings:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.is_in(ev_type, pa.array(self.values))
+
+    def spark(self, ev_type: Column) -> Column:
+        return ev_type.isin(*self.values)
+
+
+EvTypeShape = StartsWith | Matches | OneOf
+
+
+def first_letter(ev_type: Column) -> Column:
+    """The op (I U D R) of a format whose ev_type starts with it."""
+    from pyspark.sql import functions as F
+
+    return F.substring(ev_type, 1, 1)
+
+
+@dataclass(frozen=True)
+class Format:
+    """One capture format, with PgQ's trigger of the same events."""
+
+    name: str  # as `cdc attach --format` takes it
+    pgq_trigger: str  # PgQ's trigger function writing the same events
+    ev_type: EvTypeShape  # the ev_type of its row events (INSERT, UPDATE, DELETE)
+    # every column in each event (less ignored ones); False: an UPDATE carries the changed
+    # columns and the key, a DELETE the key only
+    full_row: bool
+    op: Callable[[Column], Column]  # Spark: ev_type -> I, U, D or R
+    truncate_type: str | None = None  # the ev_type of its TRUNCATE, when ``ev_type`` misses it
+    jvm_map: Callable[[Column], Column] | None = None  # Spark: ev_data -> map<string,string>
+    # Python: (op, ev_data) -> column -> text, None when undecodable
+    python_map: Callable[[str | None, str | None], KvMap | None] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.jvm_map is None) == (self.python_map is None):
+            raise ValueError(f"format {self.name}: give exactly one of jvm_map and python_map")

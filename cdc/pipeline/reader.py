@@ -1,0 +1,150 @@
+"""Reading a batch into Spark, split by source table: by COPY into Arrow, or by Spark JDBC.
+
+The choice is by size: a batch whose events may number ``jdbc_min_events`` or more (the
+event sequence's advance between its ticks) is read by Spark's JDBC source, one ev_id slice
+per partition read in parallel by the executors, and cached for the split by table; a
+smaller batch (or any batch when the DSN names a unix socket, which the JDBC driver does not
+reach) is read with COPY on the driver (``cdc.pg.batch.Batch.arrow``) and split in Arrow.
+
+Either way the result is the same ``BatchEvents``: counts per configured source (a renamed
+table's earlier names count for it, ``cdc.pg.source.table_names``), a frame per configured
+source that has events, the events of tables not in the configuration, and per source the
+capture formats of its row events. Every frame carries the batch's ``tick_id``.
+
+A new way of reading batches goes here: one more ``_read_*`` method and its rule in
+``BatchReader.read``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from cdc import formats as capture_formats
+from cdc.config import Source
+from cdc.pg.batch import EVENT_SCHEMA, Batch
+from cdc.pg.source import TableNames, jdbc_url
+
+__all__ = ["BatchEvents", "BatchReader"]
+
+log = logging.getLogger("cdc.drain")
+
+
+@dataclass
+class BatchEvents:
+    """A batch's events: counts per source table (ev_extra1), a frame per configured table
+    that has events, and the events of tables not in the configuration (or None)."""
+
+    counts: dict[str | None, int]
+    tables: dict[str, DataFrame]
+    strays: DataFrame | None
+    formats: dict[str, set[str]]  # per table, the formats of its row events
+    cached: DataFrame | None = None
+
+    def release(self) -> None:
+        if self.cached is not None:
+            self.cached.unpersist()
+
+
+class BatchReader:
+    """Reads the batches of one source into one Spark session (see the module's docstring)."""
+
+    def __init__(self, spark: SparkSession, source: Source) -> None:
+        self.spark = spark
+        self.source = source
+
+    def read(self, batch: Batch, names: TableNames) -> BatchEvents:
+        """The batch's events, split by source table: by COPY into Arrow (split there), or,
+        for a large batch, by Spark JDBC (cached, split in Spark)."""
+        src = self.source
+        jdbc = jdbc_url(src.dsn)
+        if batch.events_upper_bound >= src.jdbc_min_events:
+            if jdbc is not None:
+                return self._read_jdbc(batch, names, *jdbc)
+            log.warning(
+                "batch %d is large but the DSN names a unix socket: read with COPY", batch.batch_id
+            )
+        return self._read_copy(batch, names)
+
+    def _read_copy(self, batch: Batch, names: TableNames) -> BatchEvents:
+        """The batch with COPY into one Arrow table, split by table in Arrow."""
+        known = set(names.events)
+        table = pa.Table.from_batches(list(batch.arrow()), schema=EVENT_SCHEMA)
+        column = table.column("ev_extra1")
+        counts: dict[str | None, int] = {
+            row["values"]: row["counts"] for row in pc.value_counts(column).to_pylist()
+        }
+
+        def frame(rows: pa.Table) -> DataFrame:
+            return self.spark.createDataFrame(rows).withColumn(
+                "tick_id", F.lit(batch.tick_id).cast("long")
+            )
+
+        strays = None
+        if set(counts) - known:
+            in_config = pc.fill_null(pc.is_in(column, pa.array(sorted(known))), False)
+            strays = frame(table.filter(pc.invert(in_config)))
+        formats = {}
+        tables = {}
+        for source in {names.events[name] for name in counts if name in known}:
+            aliases = pa.array(names.names_of(source))
+            rows = table.filter(pc.fill_null(pc.is_in(column, aliases), False))
+            formats[source] = capture_formats.formats_of(rows.column("ev_type"))
+            tables[source] = frame(rows)
+        return BatchEvents(by_source(names, counts), tables, strays, formats)
+
+    def _read_jdbc(
+        self, batch: Batch, names: TableNames, url: str, props: dict[str, str]
+    ) -> BatchEvents:
+        """The batch through Spark's JDBC source, one slice of ev_ids per partition, read in
+        parallel by the executors, and cached for the split by table."""
+        known = set(names.events)
+        frames = [
+            self.spark.read.jdbc(url, batch.jdbc_query(lo, hi), properties=props)
+            for lo, hi in batch.jdbc_slices(self.source.jdbc_partitions)
+        ]
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.unionByName(other)
+        frame = frame.select(
+            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
+        )
+        frame = frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long")).cache()
+        facts = (
+            frame.groupBy("ev_extra1")
+            .agg(F.count("*").alias("n"), *capture_formats.format_flags())
+            .collect()
+        )
+        counts = {row.ev_extra1: row.n for row in facts}
+        formats: dict[str, set[str]] = {}
+        for row in facts:
+            if row.ev_extra1 in known:
+                source = names.events[row.ev_extra1]
+                formats.setdefault(source, set()).update(f for f in capture_formats.NAMES if row[f])
+        tables = {
+            source: frame.where(F.col("ev_extra1").isin(*names.names_of(source)))
+            for source in formats
+        }
+        counts = by_source(names, counts)
+        strays = None
+        if set(counts) - known:
+            strays = frame.where(
+                ~F.col("ev_extra1").isin(*sorted(known)) | F.col("ev_extra1").isNull()
+            )
+        return BatchEvents(counts, tables, strays, formats, cached=frame)
+
+
+def by_source(names: TableNames, counts: dict[str | None, int]) -> dict[str | None, int]:
+    """Event counts per event table name, summed per configured source (renamed tables'
+    earlier names count for their table); other names as they are."""
+    summed: dict[str | None, int] = {}
+    for name, n in counts.items():
+        key = names.events.get(name, name) if name is not None else None
+        summed[key] = summed.get(key, 0) + n
+    return summed

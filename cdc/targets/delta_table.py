@@ -1,0 +1,306 @@
+"""The Delta adapter: every operation on a target table, given its TableRef (cdc.targets.table).
+
+A table format is this module's set of operations: exists / ensure / add_columns / read /
+append / overwrite / merge / version / files / optimize / vacuum on Spark, and LocalTable
+for reads without a JVM (delta-rs). A write given a Commit carries Delta's idempotent-write
+marks (txnAppId / txnVersion): a rerun of the batch after a crash skips it. Delta commits
+optimistically; ``retry_conflicts`` is the one place that recognises a concurrent
+modification and runs the step again.
+
+Tables are created with deletion vectors and column mapping by name (PostgreSQL column
+names may hold spaces and punctuation).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
+from pyspark.sql.types import StructType
+
+from cdc.targets.table import Commit, TableRef, quote
+
+__all__ = [
+    "LocalTable",
+    "add_columns",
+    "append",
+    "ensure",
+    "exists",
+    "files",
+    "is_concurrent_conflict",
+    "merge",
+    "optimize",
+    "overwrite",
+    "properties",
+    "read",
+    "retry_conflicts",
+    "retype",
+    "schema",
+    "set_properties",
+    "spark_table",
+    "unset_property",
+    "vacuum",
+    "version",
+]
+
+log = logging.getLogger("cdc.merge")
+T = TypeVar("T")
+
+TXN_APP = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+MERGE_SOURCE = "cdc_batch_source"  # the view a MERGE reads its source from, as ``s``
+CONFLICTS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "ConcurrentWriteException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "DELTA_CONCURRENT",
+)
+
+
+def exists(spark: SparkSession, ref: TableRef) -> bool:
+    from delta.tables import DeltaTable
+
+    if ref.is_path:
+        return DeltaTable.isDeltaTable(spark, ref.location)
+    return spark.catalog.tableExists(ref.location)
+
+
+def spark_table(spark: SparkSession, ref: TableRef) -> Any:
+    """delta-spark's DeltaTable of the table (for update and history)."""
+    from delta.tables import DeltaTable
+
+    if ref.is_path:
+        return DeltaTable.forPath(spark, ref.location)
+    return DeltaTable.forName(spark, ref.location)
+
+
+def schema(spark: SparkSession, ref: TableRef) -> StructType:
+    return spark.table(ref.sql_name).schema
+
+
+def read(spark: SparkSession, ref: TableRef, version: int | None = None) -> DataFrame:
+    """The table's rows (at a version, or the latest)."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(ref.location) if ref.is_path else reader.table(ref.location)
+
+
+def _is_commit(name: str) -> bool:
+    """A file of a Delta log that makes it a table: a commit, a checkpoint, the checkpoint
+    pointer, or the folder of coordinated commits."""
+    stem = name.split(".", 1)[0]
+    return (stem.isdigit() and len(stem) == 20) or name in ("_last_checkpoint", "_commits")
+
+
+def clear_uncommitted_log(spark: SparkSession, location: str) -> None:
+    """Removes the ``_delta_log`` folder of a table whose first commit never happened (a
+    process killed while creating it leaves the folder, empty or with a temporary file, and
+    Delta then refuses to create the table there: DELTA_TABLE_NOT_FOUND). Nothing was ever
+    committed in it, so nothing is lost; a log with any commit is left alone."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log_path = jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/_delta_log")
+    fs = log_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(log_path):
+        return
+    names = [status.getPath().getName() for status in fs.listStatus(log_path)]
+    if any(_is_commit(name) for name in names):
+        return
+    log.warning(
+        "%s: removing the log of a creation that never committed (%s)",
+        location, ", ".join(names) or "empty",
+    )  # fmt: skip
+    fs.delete(log_path, True)
+
+
+def ensure(
+    spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]], key: list[str]
+) -> None:
+    """Creates the table (deletion vectors on; the key columns not nullable), or adds the
+    columns it lacks."""
+    from delta.tables import DeltaTable
+
+    if not exists(spark, ref):
+        if ref.is_path:
+            clear_uncommitted_log(spark, ref.location)
+        builder = DeltaTable.createIfNotExists(spark)
+        builder = builder.location(ref.location) if ref.is_path else builder.tableName(ref.location)
+        for name, spark_type in columns:
+            builder = builder.addColumn(name, spark_type, nullable=name not in key)
+        # column mapping by name: PostgreSQL column names may hold spaces and punctuation
+        builder.property("delta.enableDeletionVectors", "true").property(
+            "delta.columnMapping.mode", "name"
+        ).execute()
+        return
+    existing = {f.name.lower() for f in schema(spark, ref).fields}
+    add_columns(spark, ref, [(n, t) for n, t in columns if n.lower() not in existing])
+
+
+def add_columns(spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]]) -> None:
+    if columns:
+        cols = ", ".join(f"{quote(n)} {t}" for n, t in columns)
+        spark.sql(f"alter table {ref.sql_name} add columns ({cols})")
+
+
+def _text(text: str) -> str:
+    """Text inside a Spark SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def properties(spark: SparkSession, ref: TableRef) -> dict[str, str]:
+    rows = spark.sql(f"show tblproperties {ref.sql_name}").collect()
+    return {r[0]: r[1] for r in rows}
+
+
+def set_properties(spark: SparkSession, ref: TableRef, values: dict[str, str]) -> None:
+    pairs = ", ".join(f"'{_text(k)}' = '{_text(v)}'" for k, v in values.items())
+    spark.sql(f"alter table {ref.sql_name} set tblproperties ({pairs})")
+
+
+def unset_property(spark: SparkSession, ref: TableRef, name: str) -> None:
+    spark.sql(f"alter table {ref.sql_name} unset tblproperties ('{_text(name)}')")
+
+
+def retype(
+    spark: SparkSession, ref: TableRef, column: str, spark_type: str, known: dict[str, str]
+) -> None:
+    """Widens a column to spark_type (Delta's type widening, enabled first when the table's
+    properties, known, lack it; known is updated)."""
+    wanted = {"delta.enableTypeWidening": "true"}
+    if spark_type == "timestamp_ntz":
+        wanted["delta.feature.timestampNtz"] = "supported"
+    todo = {k: v for k, v in wanted.items() if known.get(k) != v}
+    if todo:
+        set_properties(spark, ref, todo)
+        known.update(todo)
+    spark.sql(f"alter table {ref.sql_name} alter column {quote(column)} type {spark_type}")
+
+
+def drop_not_null(spark: SparkSession, ref: TableRef, column: str) -> None:
+    spark.sql(f"alter table {ref.sql_name} alter column {quote(column)} drop not null")
+
+
+@contextmanager
+def _committing(spark: SparkSession, commit: Commit) -> Iterator[None]:
+    """Delta's txnAppId / txnVersion for the SQL writes in the block."""
+    spark.conf.set(TXN_APP, commit.app_id)
+    spark.conf.set(TXN_VERSION, str(commit.version))
+    try:
+        yield
+    finally:
+        spark.conf.unset(TXN_APP)
+        spark.conf.unset(TXN_VERSION)
+
+
+def _write(frame: DataFrame, ref: TableRef, mode: str, commit: Commit | None) -> None:
+    writer: DataFrameWriter = frame.write.format("delta").mode(mode)
+    if commit is not None:
+        writer = writer.option("txnAppId", commit.app_id).option("txnVersion", commit.version)
+    if ref.is_path:
+        writer.save(ref.location)
+    else:
+        writer.saveAsTable(ref.location)
+
+
+def append(frame: DataFrame, ref: TableRef, commit: Commit | None = None) -> None:
+    """Appends the rows (skipped when commit's appId already committed its version)."""
+    _write(frame, ref, "append", commit)
+
+
+def overwrite(frame: DataFrame, ref: TableRef, commit: Commit | None = None) -> None:
+    """Replaces the table's rows, in one commit (skipped as append is)."""
+    _write(frame, ref, "overwrite", commit)
+
+
+def merge(
+    spark: SparkSession, ref: TableRef, source: DataFrame, on: str, clauses: str, commit: Commit
+) -> None:
+    """``MERGE INTO`` the table (as ``t``) from source (as ``s``) ``ON on`` with the
+    ``WHEN`` clauses, marked with the commit."""
+    source.createOrReplaceTempView(MERGE_SOURCE)
+    with _committing(spark, commit):
+        spark.sql(f"merge into {ref.sql_name} t using {MERGE_SOURCE} s on {on} {clauses}")
+
+
+def version(spark: SparkSession, ref: TableRef) -> int:
+    """The table's latest version."""
+    return spark_table(spark, ref).history(1).collect()[0]["version"]
+
+
+def files(spark: SparkSession, ref: TableRef) -> int:
+    return int(spark.sql(f"describe detail {ref.sql_name}").collect()[0]["numFiles"])
+
+
+def optimize(spark: SparkSession, ref: TableRef, zorder: str | None = None) -> None:
+    """Compacts the table's files (ordered by the zorder column, when given)."""
+    order = f" zorder by ({quote(zorder)})" if zorder is not None else ""
+    spark.sql(f"optimize {ref.sql_name}{order}").collect()
+
+
+def vacuum(spark: SparkSession, ref: TableRef, retain_hours: int) -> None:
+    """Deletes the files that left the table more than retain_hours ago."""
+    spark.sql(f"vacuum {ref.sql_name} retain {int(retain_hours)} hours").collect()
+
+
+def is_concurrent_conflict(exc: BaseException) -> bool:
+    """Whether a Spark error is one of Delta's concurrent-modification conflicts."""
+    text = f"{type(exc).__name__} {exc}"
+    return any(marker in text for marker in CONFLICTS)
+
+
+def retry_conflicts(step: Callable[[], T], what: str, attempts: int = 5) -> T:
+    """Runs step, again after a concurrent-modification conflict (with a growing pause)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return step()
+        except Exception as exc:
+            if attempt == attempts or not is_concurrent_conflict(exc):
+                raise
+            log.info("%s: concurrent Delta commit, retrying (%d/%d)", what, attempt, attempts)
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+class LocalTable:
+    """A path table read with delta-rs, without a JVM (status, the failing marks, the
+    drain's look for commits under an earlier appId)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    @classmethod
+    def open(cls, ref: TableRef) -> LocalTable | None:
+        """The table, or None when there is none at the path (or ref is a catalog name)."""
+        from deltalake import DeltaTable
+
+        if not ref.is_path or not DeltaTable.is_deltatable(ref.location):
+            return None
+        return cls(DeltaTable(ref.location))
+
+    def version(self) -> int:
+        return self._table.version()
+
+    def rows(self) -> int:
+        return self._table.count()
+
+    def committed(self, app_id: str) -> int | None:
+        """The last version (tick) that appId committed, or None."""
+        return self._table.transaction_version(app_id)
+
+    def query(self, name: str, statement: str) -> list[dict[str, Any]]:
+        """The rows of a SQL query over the table, registered under name."""
+        import pyarrow as pa
+        from deltalake import QueryBuilder
+
+        # through the query engine: it reads column-mapped tables (to_pyarrow does not)
+        result = QueryBuilder().register(name, self._table).execute(statement).read_all()
+        return pa.table(result).to_pylist()

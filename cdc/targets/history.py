@@ -1,0 +1,57 @@
+"""The history kind: the target holds one row per event of the source table (TRUNCATE
+included, with empty columns), appended in one commit per batch marked with the batch's
+Commit. Its rows are the events' meta columns (HISTORY_META) and the source's columns: a
+source column of one of those names is refused. It is never loaded from a snapshot (events
+cannot be re-read from the source) and needs no file order.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cdc.errors import ConfigError
+from cdc.pg.pgtypes import Column
+from cdc.pipeline.decode import meta, value
+from cdc.targets import delta_table
+from cdc.targets.kind import TableBatch, TargetKind
+from cdc.targets.table import Commit, TableRef
+
+__all__ = ["HISTORY_META", "History"]
+
+HISTORY_META = [
+    ("op", "string"),
+    ("ev_id", "long"),
+    ("ev_txid", "long"),
+    ("ev_time", "timestamp"),
+    ("tick_id", "long"),
+]
+
+
+class History(TargetKind):
+    """One row per event (see the module docstring)."""
+
+    def columns(self, columns: list[Column]) -> list[tuple[str, str]]:
+        return HISTORY_META + [(c.name, c.spark_type) for c in columns]
+
+    def ensure(
+        self, spark: SparkSession, ref: TableRef, columns: list[Column]
+    ) -> list[tuple[str, str]]:
+        taken = {n for n, _ in HISTORY_META}
+        clash = [c.name for c in columns if c.name in taken]
+        if clash:
+            raise ConfigError(
+                f"history target {ref.location}: source column(s) {', '.join(clash)} have"
+                f" the names of history columns ({', '.join(n for n, _ in HISTORY_META)});"
+                ' rename them in the source, or give the table mode = "mirror"'
+            )
+        return super().ensure(spark, ref, columns)
+
+    def apply(self, spark: SparkSession, ref: TableRef, commit: Commit, batch: TableBatch) -> None:
+        """Appends one row per event."""
+        self.ensure(spark, ref, batch.columns)
+        meta_cols = [F.col(meta(n)).cast(t).alias(n) for n, t in HISTORY_META]
+        value_cols = [
+            F.col(value(i)).cast(c.spark_type).alias(c.name) for i, c in enumerate(batch.columns)
+        ]
+        delta_table.append(batch.rows.select(*meta_cols, *value_cols), ref, commit)

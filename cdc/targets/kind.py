@@ -1,0 +1,86 @@
+"""The interface of a target kind (mirror, history, ...): what the drain, the snapshot and
+maintenance ask of a target, whatever it keeps of the source's events.
+
+Its lifecycle, per target table:
+
+- ``ensure``: the target exists with the columns the source's columns call for (created, or
+  the missing ones added); schema drift (cdc.targets.schema_drift) calls it, and asks
+  ``holds_rows`` whether rows that predate a column get its default and follow the key;
+- ``apply``: one batch's decoded rows (cdc.pipeline.decode), written in one commit marked
+  with the batch's Commit, so that a rerun after a crash writes nothing twice;
+- ``load``: the initial copy from a snapshot of the source (kinds that hold rows);
+- ``zorder_by_key``: whether maintenance (cdc.ops.maintain) orders the target's files by the
+  source's first key column.
+
+Kinds are found by mode name in cdc.targets.registry.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from cdc.pg.pgtypes import Column
+from cdc.targets import delta_table
+from cdc.targets.registry import Mode
+from cdc.targets.table import Commit, TableRef
+
+__all__ = ["TableBatch", "TargetKind", "add_time"]
+
+
+@dataclass
+class TableBatch:
+    """One table's decoded rows of a batch, and what the decode learnt of them."""
+
+    rows: DataFrame  # meta(n) per META name, value(i) and present(i) per column
+    columns: list[Column]  # with the Spark types the values are written as
+    truncated_at: int | None = None  # ev_id of the batch's last TRUNCATE of the table
+    key_range: tuple[str, str] | None = None  # lowest, highest first key value, as text
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, summed
+
+
+def add_time(timings: dict[str, float], phase: str, started: float) -> float:
+    now = time.monotonic()
+    timings[phase] = timings.get(phase, 0.0) + now - started
+    return now
+
+
+class TargetKind:
+    """A target kind; the registry makes one per mode (see the module docstring)."""
+
+    zorder_by_key = False  # maintenance orders the files by the first key column
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+
+    @property
+    def holds_rows(self) -> bool:
+        return self.mode.holds_rows
+
+    def columns(self, columns: list[Column]) -> list[tuple[str, str]]:
+        """The target's (name, Spark type) list for the source's columns."""
+        return [(c.name, c.spark_type) for c in columns]
+
+    def key(self, columns: list[Column]) -> list[str]:
+        """The target's columns that are never null."""
+        return []
+
+    def ensure(
+        self, spark: SparkSession, ref: TableRef, columns: list[Column]
+    ) -> list[tuple[str, str]]:
+        """Creates the target for the source's columns (or adds the columns it lacks);
+        returns the target's (name, Spark type) list."""
+        schema = self.columns(columns)
+        delta_table.ensure(spark, ref, schema, self.key(columns))
+        return schema
+
+    def apply(self, spark: SparkSession, ref: TableRef, commit: Commit, batch: TableBatch) -> None:
+        raise NotImplementedError
+
+    def load(
+        self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
+    ) -> None:
+        """Replaces the target's rows with a snapshot's (columns named as the source's)."""
+        raise NotImplementedError(f"a {self.mode.name} target is not loaded from a snapshot")

@@ -1,0 +1,45 @@
+"""Target references, commit identities and the mode registry, without Spark."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cdc.config import Source
+from cdc.targets import registry
+from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
+
+SOURCE = Source(dsn="postgresql://x/y", queue="orders", consumer="delta")
+
+
+def test_a_target_name_is_a_path_below_the_base_unless_it_is_a_catalog_name():
+    """db.table is a catalog name; anything else, a folder under the base path."""
+    assert TableRef.of("/data/delta", "orders") == TableRef("/data/delta/orders")
+    assert TableRef.of("/data/delta", "lake.orders") == TableRef("lake.orders")
+    assert TableRef.of("/data/delta", "sub/v1.2") == TableRef("/data/delta/sub/v1.2")
+    assert TableRef("/data/delta/orders").is_path and not TableRef("lake.orders").is_path
+
+
+def test_sql_names_escape_backticks():
+    """A path is named delta.`path`, a catalog name part by part, backticks doubled."""
+    assert TableRef("/d/a`b").sql_name == "delta.`/d/a``b`"
+    assert TableRef("lake.o`rders").sql_name == "`lake`.`o``rders`"
+
+
+def test_the_commit_identity_names_queue_incarnation_consumer_and_target():
+    """appId is queue@incarnation/consumer/target, queue/consumer/target without one."""
+    assert app_id(SOURCE, 1234, "o") == "orders@1234/delta/o"
+    assert app_id(SOURCE, None, "o") == legacy_app_id(SOURCE, "o") == "orders/delta/o"
+    assert Commit.of(SOURCE, 7, "o", 42) == Commit("orders@7/delta/o", 42)
+
+
+def test_modes_and_what_they_hold():
+    """mirror holds rows (snapshots load it), history holds events."""
+    assert registry.MODES == ("mirror", "history")
+    assert registry.holds_rows("mirror") and not registry.holds_rows("history")
+
+
+def test_config_and_registry_import_without_pyspark():
+    """The configuration checks mode names with no Spark installed."""
+    code = "import sys, cdc.config, cdc.targets.registry; assert 'pyspark' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
