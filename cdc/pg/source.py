@@ -162,16 +162,3 @@ def incarnation(conn: psycopg.Connection, cfg: Source) -> int | None:
             raise errors.translate(exc) from exc
         return None if row is None or row[0] is None else int(row[0])
     return None
-
-
-def app_id(cfg: Source, incarnation_id: int | None, target: str) -> str:
-    """The Delta idempotent-write appId of a target: queue (and its incarnation), consumer
-    and target. Without an incarnation, the id of earlier versions."""
-    if incarnation_id is None:
-        return legacy_app_id(cfg, target)
-    return f"{cfg.queue}@{incarnation_id}/{cfg.consumer}/{target}"
-
-
-def legacy_app_id(cfg: Source, target: str) -> str:
-    """The appId written before queue incarnations were part of it."""
-    return f"{cfg.queue}/{cfg.consumer}/{target}"

@@ -51,11 +51,6 @@ RAW_EVENT = [
 ]
 
 
-def quote(name: str) -> str:
-    """A column or table name as a Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
 @dataclass(frozen=True)
 class Facts:
     """What the drain needs to know of one table's decoded events before folding them."""

@@ -44,6 +44,7 @@ from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
 from cdc.pipeline import decode
 from cdc.targets import quarantine, registry
+from cdc.targets.table import quote
 
 log = logging.getLogger("cdc.snapshot")
 
@@ -216,7 +217,7 @@ class Snapshot:
         data = copyreader.read_table(reader, query, schema)
         if data is None:
             return self.spark.createDataFrame(
-                [], ", ".join(f"{decode.quote(c.name)} string" for c in columns)
+                [], ", ".join(f"{quote(c.name)} string" for c in columns)
             )
         return self.spark.createDataFrame(data)
 
@@ -262,11 +263,10 @@ class Snapshot:
     def _typed(self, raw: DataFrame, columns: list[pgtypes.Column]) -> DataFrame:
         """The columns cast from text as event values are, and the reason a row cannot be."""
         casts = [
-            decode.cast_text(F.col(decode.quote(c.name)), c.spark_type).alias(c.name)
-            for c in columns
+            decode.cast_text(F.col(quote(c.name)), c.spark_type).alias(c.name) for c in columns
         ]
         failed = [
-            F.when(F.col(decode.quote(c.name)).isNotNull() & cast.isNull(), F.lit(c.name))
+            F.when(F.col(quote(c.name)).isNotNull() & cast.isNull(), F.lit(c.name))
             for c, cast in zip(columns, casts, strict=True)
         ]
         reason = F.concat(
@@ -274,7 +274,7 @@ class Snapshot:
             F.concat_ws(", ", *failed),
         )
         any_failed = decode.any_of([f.isNotNull() for f in failed])
-        raw_json = F.to_json(F.struct(*[F.col(decode.quote(c.name)) for c in columns]))
+        raw_json = F.to_json(F.struct(*[F.col(quote(c.name)) for c in columns]))
         return raw.select(
             *casts,
             F.when(any_failed, reason).alias("__reason"),

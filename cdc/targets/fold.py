@@ -55,7 +55,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, present, quote, value
+from cdc.pipeline.decode import meta, present, value
+from cdc.targets.table import quote
 
 UPSERT, DELETE, UPDATE_IF_PRESENT = "U", "D", "M"
 FLOATS = ("float", "double")

@@ -42,13 +42,14 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc import formats
 from cdc.errors import TableUnappliable
 from cdc.pg import pgarray, sqlfiles
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import cast_text, quote, value
+from cdc.pipeline.decode import cast_text, value
 from cdc.targets import delta_table, fold
 from cdc.targets.kind import TargetKind
-from cdc.targets.table import TableRef
+from cdc.targets.table import TableRef, quote
 
 log = logging.getLogger("cdc.schema_drift")
 
@@ -83,7 +84,7 @@ class Drift:
         """The event's column -> text map, with the missing value of each column that an
         INSERT or a full-row UPDATE (json, urlenc) lacks: such an event predates the column."""
         op, fmt = F.col("op"), F.col("fmt")
-        full_row = (op == "I") | ((op == "U") & (fmt != "sql"))
+        full_row = (op == "I") | ((op == "U") & formats.full_row(fmt))
         for i, text in self.missing.items():
             name = self.columns[i].name
             kv = F.when(
