@@ -111,7 +111,7 @@ def test_drain_job_on_a_standalone_cluster(standalone, dsn, spark, tmp_path):
          "--conf",
          "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog",
          str(ROOT / "jobs" / "drain.py"), "--config", str(conf), "--until-caught-up"],
-        env=env, capture_output=True, text=True, timeout=900, cwd=ROOT,
+        env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     apps = _master_state(ui)["completedapps"]
