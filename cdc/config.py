@@ -19,6 +19,12 @@
     target = "orders"             # a path under target.path, or a catalog table name
     mode = "mirror"               # or "history"
 
+    [[tables]]                    # a RULE: its source holds * or ? (globs, cdc.names)
+    source = "sales.*"            # every table of schema sales ...
+    exclude = ["sales.tmp_*"]     # ... but these (schema.table globs)
+    target = "sales_{table}"      # a template: {schema}, {table}; default "{table}"
+    mode = "mirror"
+
     [metrics]
     port = 9187                   # a --follow drain serves Prometheus metrics here
 
@@ -31,6 +37,11 @@ The ``[spark]`` settings go over the local session's defaults (cdc.spark.LOCAL_C
 file's. ``spark.sql.warehouse.dir`` (where catalog-named targets keep their files) defaults to
 ``_spark_warehouse`` under target.path when a target is a catalog name, else to a temporary
 folder: never a ``spark-warehouse`` folder in the working directory.
+
+A rule stands for the catalog tables it matches, resolved by ``cdc.pipeline.tables`` (explicit
+entries win: a table listed explicitly is never produced by a rule). ``Pipeline.tables`` holds
+the resolved entries: after ``parse`` only the explicit ones, and ``Pipeline.rules`` the
+rules; a TableMap a rule produced names it (``TableMap.rule``).
 
 Every default is written once: in the dataclasses below (``Source``, ``TableMap``,
 ``Pipeline``), which ``parse`` reads.
@@ -47,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc.errors import ConfigError
+from cdc.names import TablePattern, TableRule, parse_table_name, target_problem, template_problem
 from cdc.pg.engine import ENGINES, Engine, engine_of
 from cdc.targets import registry
 from cdc.targets.table import TableRef
@@ -54,50 +66,6 @@ from cdc.targets.table import TableRef
 MODES = registry.MODES
 QUEUE_SCHEMAS = tuple(ENGINES)  # the queue engines (cdc.pg.engine)
 DSN_ENV = "CDC_DSN"  # the database when neither source.dsn nor --dsn names one
-
-
-def parse_table_name(text: str) -> tuple[str, str]:
-    """(schema, table) of a ``schema.table`` name. A part in double quotes is taken as written
-    (``""`` inside stands for one ``"``), so it may hold dots, spaces, any character; a bare
-    part is taken as written too (no case folding: the events name tables as the catalog
-    spells them) and may hold anything but a dot or a double quote. ValueError otherwise."""
-    parts: list[str] = []
-    i, n = 0, len(text)
-    while True:
-        if i < n and text[i] == '"':
-            j, chunk = i + 1, []
-            while True:
-                k = text.find('"', j)
-                if k < 0:
-                    raise ValueError("a double quote is not closed")
-                chunk.append(text[j:k])
-                if text.startswith('"', k + 1):
-                    chunk.append('"')
-                    j = k + 2
-                    continue
-                i = k + 1
-                break
-            part = "".join(chunk)
-        else:
-            k = text.find(".", i)
-            k = n if k < 0 else k
-            part = text[i:k]
-            if '"' in part:
-                raise ValueError("a double quote inside a bare name: quote the whole part")
-            i = k
-        if not part:
-            raise ValueError("an empty name")
-        parts.append(part)
-        if i == n:
-            break
-        if text[i] != ".":
-            raise ValueError("a quoted name must be followed by a dot or nothing")
-        i += 1
-    if len(parts) != 2:
-        raise ValueError(
-            'want exactly schema.table (quote a name holding a dot: public."my.table")'
-        )
-    return parts[0], parts[1]
 
 
 @dataclass(frozen=True)
@@ -129,6 +97,7 @@ class TableMap:
     mode: str = "mirror"
     schema: str = ""  # the schema and table names (default: source split at its first dot)
     name: str = ""
+    rule: str = field(default="", compare=False)  # the rule that produced it ("" if listed)
 
     def __post_init__(self) -> None:
         if not self.schema or not self.name:
@@ -146,6 +115,7 @@ class Pipeline:
     path: Path | None = field(default=None, compare=False)
     metrics_port: int | None = None  # Prometheus metrics of a --follow drain
     spark: tuple[tuple[str, str], ...] = ()  # [spark]: Spark settings, as (name, text) pairs
+    rules: tuple[TableRule, ...] = ()  # [[tables]] entries whose source is a pattern
 
     def mirrors(self, sources: list[str]) -> list[TableMap]:
         """The mirror targets of these source tables (of every table when none is given);
@@ -157,9 +127,10 @@ class Pipeline:
         known = {t.source for t in self.tables}
         unknown = [s for s in sources if s not in known]
         if unknown:
+            patterns = "".join(f"; pattern {r.pattern}" for r in self.rules)
             raise ConfigError(
                 f"not in the configuration's [[tables]]: {', '.join(unknown)}"
-                f" (listed: {', '.join(sorted(known))})"
+                f" (listed: {', '.join(sorted(known)) or 'none'}{patterns})"
             )
         chosen = [t for t in self.tables if t.source in sources and registry.holds_rows(t.mode)]
         if not chosen:
@@ -272,42 +243,7 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
     _unknown(target, "target", {"path", "quarantine"})
     target_path = _text(target, "target", "path")
     quarantine = _text(target, "target", "quarantine", default(Pipeline, "quarantine"))
-    tables = data.get("tables")
-    if not isinstance(tables, list) or not tables:
-        raise ConfigError("[[tables]] is missing: list at least one source table")
-    maps: list[TableMap] = []
-    for n, entry in enumerate(tables, 1):
-        where = f"tables[{n}]"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where} must be a table with source, target and mode")
-        _unknown(entry, where, {"source", "target", "mode"})
-        text = _text(entry, where, "source")
-        try:
-            parts = parse_table_name(text)
-        except ValueError as exc:
-            raise ConfigError(f"{where}.source must be schema.table, not {text!r}: {exc}") from None
-        name = f"{parts[0]}.{parts[1]}"
-        mode = _text(entry, where, "mode", default(TableMap, "mode"))
-        if mode not in MODES:
-            raise ConfigError(f"{where}.mode must be {' or '.join(MODES)}, not {mode!r}")
-        target_name = _text(entry, where, "target", parts[1])
-        if target_name.startswith("/") or ".." in Path(target_name).parts:
-            raise ConfigError(
-                f"{where}.target must be a path below target.path, not {target_name!r}"
-            )
-        maps.append(TableMap(name, target_name, mode, parts[0], parts[1]))
-    # one source may feed several targets (a mirror and a history), each target one source
-    seen = [m.target for m in maps]
-    dup = sorted({t for t in seen if seen.count(t) > 1})
-    if dup:
-        raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
-    if quarantine in {m.target for m in maps}:
-        raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
-    if f"{quarantine}_failing" in {m.target for m in maps}:
-        raise ConfigError(
-            f"target {quarantine}_failing holds the failing marks of the tables: give the"
-            " table another target"
-        )
+    maps, rules = _tables(data.get("tables"), quarantine)
     metrics_port = None
     if "metrics" in data:
         metrics = _section(data, "metrics")
@@ -320,7 +256,94 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         ):
             raise ConfigError(f"metrics.port must be a TCP port number, not {metrics_port!r}")
     spark = _spark(_section(data, "spark")) if "spark" in data else ()
-    return Pipeline(source, target_path, tuple(maps), quarantine, path, metrics_port, spark)
+    return Pipeline(source, target_path, maps, quarantine, path, metrics_port, spark, rules)
+
+
+def _tables(tables: Any, quarantine: str) -> tuple[tuple[TableMap, ...], tuple[TableRule, ...]]:
+    """The explicit [[tables]] entries and the rules (a source holding * or ?)."""
+    if not isinstance(tables, list) or not tables:
+        raise ConfigError("[[tables]] is missing: list at least one source table or pattern")
+    maps: list[TableMap] = []
+    rules: list[TableRule] = []
+    for n, entry in enumerate(tables, 1):
+        where = f"tables[{n}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be a table with source, target and mode")
+        _unknown(entry, where, {"source", "target", "mode", "exclude"})
+        text = _text(entry, where, "source")
+        try:
+            pattern = TablePattern.parse(text)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.source must be schema.table, not {text!r}: {exc}") from None
+        mode = _text(entry, where, "mode", default(TableMap, "mode"))
+        if mode not in MODES:
+            raise ConfigError(f"{where}.mode must be {' or '.join(MODES)}, not {mode!r}")
+        if pattern.is_pattern:
+            rules.append(_rule(entry, where, pattern, mode))
+            continue
+        if "exclude" in entry:
+            raise ConfigError(
+                f"{where}.exclude belongs to a pattern source (holding * or ?); {where}.source"
+                f" {text!r} names one table: remove exclude"
+            )
+        schema, name = pattern.schema, pattern.table
+        target_name = _text(entry, where, "target", name)
+        if target_problem(target_name):
+            raise ConfigError(
+                f"{where}.target must be a path below target.path, not {target_name!r}"
+            )
+        maps.append(TableMap(f"{schema}.{name}", target_name, mode, schema, name))
+    # one source may feed several targets (a mirror and a history), each target one source
+    seen = [m.target for m in maps]
+    dup = sorted({t for t in seen if seen.count(t) > 1})
+    if dup:
+        raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
+    if quarantine in {m.target for m in maps}:
+        raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
+    if f"{quarantine}_failing" in {m.target for m in maps}:
+        raise ConfigError(
+            f"target {quarantine}_failing holds the failing marks of the tables: give the"
+            " table another target"
+        )
+    return tuple(maps), tuple(rules)
+
+
+def _rule(entry: dict[str, Any], where: str, pattern: TablePattern, mode: str) -> TableRule:
+    """A pattern entry: its exclude globs and its target template, checked."""
+    exclude = entry.get("exclude", [])
+    if not isinstance(exclude, list):
+        raise ConfigError(
+            f"{where}.exclude must be a list of schema.table patterns, not {exclude!r}"
+        )
+    excluded: list[TablePattern] = []
+    for m, item in enumerate(exclude, 1):
+        try:
+            excluded.append(_exclude_pattern(item))
+        except ValueError as exc:
+            raise ConfigError(
+                f"{where}.exclude[{m}] must be a schema.table pattern (or a table pattern for"
+                f" every schema), not {item!r}: {exc}"
+            ) from None
+    template = _text(entry, where, "target", default(TableRule, "target"))
+    problem = template_problem(template)
+    if problem:
+        raise ConfigError(f"{where}.target {template!r} {problem}")
+    return TableRule(pattern.schema, pattern.table, tuple(excluded), template, mode, where)
+
+
+def _exclude_pattern(item: Any) -> TablePattern:
+    """An exclude entry: ``schema.table`` globs, or a table glob alone (any schema)."""
+    if not isinstance(item, str) or not item.strip():
+        raise ValueError("not a non-empty string")
+    text = item.strip()
+    try:
+        return TablePattern.parse(text)
+    except ValueError as exc:
+        error = exc
+    try:  # one part, bare or quoted: the table's glob, in every schema the rule matches
+        return TablePattern("*", parse_table_name(f"x.{text}")[1])
+    except ValueError:
+        raise error from None
 
 
 def _spark(section: dict[str, Any], prefix: str = "") -> tuple[tuple[str, str], ...]:

@@ -26,8 +26,9 @@ def pipeline_and_spark(args: argparse.Namespace, app: str) -> tuple[Pipeline, Sp
     """The --config pipeline and the Spark session of a Spark command (loaded in that order:
     a bad configuration fails before Spark starts)."""
     from cdc import spark as spark_module
+    from cdc.pipeline.tables import resolved
 
-    pipeline = config.load(args.config)
+    pipeline = resolved(config.load(args.config))  # pattern entries: the tables they match
     session = spark_module.pipeline_session(pipeline, app)
     # a failure reaches the user as one line (main); Spark's own logs of it (task failures
     # with their Java traces, many lines) only with -v

@@ -12,8 +12,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     from cdc import config
     from cdc.ops import status
+    from cdc.pipeline.tables import resolved
 
-    pipeline = config.load(args.config)
+    pipeline = resolved(config.load(args.config))
     state = status.collect(pipeline)
     if args.json:
         print(status.to_json(state))

@@ -53,10 +53,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     # capture (cdc.cli.capture)
     sp = add(
-        "attach", capture.cmd_attach, "capture a table's changes into a queue (generated triggers)"
+        "attach",
+        capture.cmd_attach,
+        "capture a table's changes into a queue (generated triggers); a pattern ('public.*')"
+        " records a capture rule that also captures tables created later",
     )
-    sp.add_argument("table", help="SCHEMA.TABLE")
-    sp.add_argument("--queue", required=True, help="queue to write events to")
+    sp.add_argument(
+        "table",
+        nargs="?",
+        help="SCHEMA.TABLE, or a pattern: * any run of characters, ? one character",
+    )
+    sp.add_argument("--queue", help="queue to write events to (required but with --sync)")
+    sp.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with a pattern: tables left out, SCHEMA.TABLE or TABLE globs; repeat",
+    )
+    sp.add_argument(
+        "--sync",
+        action="store_true",
+        help="apply the stored capture rules to the tables there now (from cron without event"
+        " triggers); --queue: one queue's rules",
+    )
     sp.add_argument(
         "--format", choices=list(formats.NAMES), default=default(CaptureOptions, "format")
     )
@@ -75,12 +95,23 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--skip", action="store_true", help="queue the event, skip the row change")
     sp.add_argument("--deny", action="store_true", help="refuse changes to the table")
     sp.add_argument("--mode", choices=["row", "statement"], default=default(CaptureOptions, "mode"))
-    sp.add_argument("--print", action="store_true", help="show the generated SQL, run nothing")
+    sp.add_argument(
+        "--print",
+        action="store_true",
+        help="show the generated SQL (a pattern or --sync: what would be attached), change nothing",
+    )
     add_dsn_argument(sp)
 
-    sp = add("detach", capture.cmd_detach, "remove capture triggers from a table")
-    sp.add_argument("table", help="SCHEMA.TABLE")
+    sp = add("detach", capture.cmd_detach, "remove capture triggers from a table, or a rule")
+    sp.add_argument("table", nargs="?", help="SCHEMA.TABLE")
     sp.add_argument("--queue", help="only this queue's capture (default: all)")
+    sp.add_argument(
+        "--rule", type=int, metavar="ID", help="remove capture rule ID (cdc rules lists them)"
+    )
+    add_dsn_argument(sp)
+
+    sp = add("rules", capture.cmd_rules, "list the capture rules (cdc attach with a pattern)")
+    sp.add_argument("--json", action="store_true", help="JSON output")
     add_dsn_argument(sp)
 
     sp = add(
@@ -125,11 +156,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add(
         "snapshot",
         pipeline.cmd_snapshot,
-        "load captured tables' existing rows into their Delta tables, consistent with the queue",
+        "load captured tables' existing rows into their Delta tables in chunks, consistent with"
+        " the queue, while the drain goes on; an unfinished snapshot resumes",
     )
     sp.add_argument("tables", nargs="+", metavar="SCHEMA.TABLE", help="source tables to load")
     add_config_argument(sp)
     _add_copy_arguments(sp, snapshot.PARTITIONS)
+    sp.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=snapshot.CHUNK_ROWS,
+        help="rows per chunk, each its own short snapshot and MERGE (%(default)s)",
+    )
+    sp.add_argument(
+        "--restart", action="store_true", help="start over instead of resuming an unfinished one"
+    )
+    sp.add_argument(
+        "--request",
+        action="store_true",
+        help="ask the running drain to take it (a signal event in the queue), then exit",
+    )
 
     sp = add(
         "resync",

@@ -116,8 +116,10 @@ def describe(conn: psycopg.Connection, table: str) -> Table:
     return Table(schema, name, oid, tuple(columns))
 
 
-def rewrite_expression(text: str, columns: tuple[str, ...], what: str) -> str:
-    """Check an option expression and rewrite its column references (see module doc)."""
+def rewrite_expression(text: str, columns: tuple[str, ...] | None, what: str) -> str:
+    """Check an option expression and rewrite its column references (see module doc).
+    columns None (a capture rule: no table yet) binds any name; the server checks it
+    against each table the rule attaches."""
     try:
         statements = sqlglot.parse(text, read="postgres")
     except ParseError as exc:
@@ -145,7 +147,7 @@ def rewrite_expression(text: str, columns: tuple[str, ...], what: str) -> str:
                 f"{what}: {node.sql(dialect='postgres')} is not allowed: write a column of the "
                 "table, bare (the row) or as NEW.col / OLD.col"
             )
-        if name not in columns:
+        if columns is not None and name not in columns:
             unknown.append(name)
             return node
         row = (
@@ -200,6 +202,18 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
             raise errors.ConfigError(
                 f"{what} names columns that {table.qualified} does not have: {', '.join(missing)}"
             )
+    out = _options(opts, table.columns)
+    _check_types(conn, table, out)
+    return out
+
+
+def rule_options_json(opts: CaptureOptions) -> dict[str, Any]:
+    """The options of a capture rule as cdc.add_capture_rule() takes them: expressions
+    parsed and rewritten, their columns checked by the server against each table."""
+    return _options(opts, None)
+
+
+def _options(opts: CaptureOptions, columns: tuple[str, ...] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"format": opts.format}
     if opts.mode != "row":
         out["mode"] = opts.mode
@@ -211,11 +225,11 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
         if getattr(opts, flag):
             out[flag] = True
     if opts.when is not None:
-        out["when"] = rewrite_expression(opts.when, table.columns, "when")
+        out["when"] = rewrite_expression(opts.when, columns, "when")
     for n, text in sorted(opts.extra.items()):
-        out[f"extra{n}"] = _as_text(rewrite_expression(text, table.columns, f"extra{n}"))
+        out[f"extra{n}"] = _as_text(rewrite_expression(text, columns, f"extra{n}"))
     if opts.ev_type is not None:
-        out["ev_type"] = _as_text(rewrite_expression(opts.ev_type, table.columns, "ev_type"))
+        out["ev_type"] = _as_text(rewrite_expression(opts.ev_type, columns, "ev_type"))
     if opts.mode == "statement":
         for key in ("when", "extra1", "extra2", "extra3", "extra4", "ev_type"):
             if key in out and ('NEW."' in out[key] or 'OLD."' in out[key]):
@@ -223,7 +237,6 @@ def options_json(conn: psycopg.Connection, table: Table, opts: CaptureOptions) -
                     f"{key}: NEW.col / OLD.col need mode 'row'; in statement mode write the "
                     "bare column (the new row, the old one on DELETE)"
                 )
-    _check_types(conn, table, out)
     return out
 
 

@@ -151,3 +151,18 @@ select a.attname::text,
  where a.attrelid = to_regclass(format('%%I.%%I', %(schema)s::text, %(table)s::text))
    and a.attnum > 0 and not a.attisdropped
  order by a.attnum;
+
+-- name: add_capture_rule
+select cdc.add_capture_rule(%(schema)s, %(table)s, %(queue)s, %(options)s::jsonb, %(exclude)s::text[]);
+
+-- name: sync_capture_rule
+select table_name, queue_name, action, reason from cdc.sync_capture_rule(%(rule)s, %(dry_run)s);
+
+-- name: sync_captures
+select table_name, queue_name, action, reason from cdc.sync_captures(%(queue)s, %(dry_run)s);
+
+-- name: remove_capture_rule
+select cdc.remove_capture_rule(%(rule)s);
+
+-- name: capture_rules
+select * from cdc.get_capture_rules();

@@ -233,6 +233,11 @@ ARGS: dict[str, tuple[str, Callable[[World], object]]] = {
     "role": ("text", lambda w: "cdc_reader"),
     "tbl": ("regclass", lambda w: "cdc.tick"),
     "opts": ("jsonb", lambda w: '{"format": "json"}'),
+    "sglob": ("text", lambda w: "public"),
+    "tglob": ("text", lambda w: "*"),
+    "excl": ("text[]", lambda w: []),
+    "rule": ("bigint", lambda w: 1),
+    "dry": ("boolean", lambda w: False),
 }
 
 NAME_NULL = (errors.InvalidArgument, "name must not be NULL")
@@ -241,6 +246,8 @@ NAME_NULL = (errors.InvalidArgument, "name must not be NULL")
 def arg_null(what: str) -> tuple[type[errors.QueueError], str]:
     return errors.InvalidArgument, f"{what} must not be NULL"
 
+
+RULE_ARGS = ("sglob", "tglob", "q", "opts", "excl")  # cdc.add_capture_rule
 
 # (function, arguments, argument made NULL, expected exception, message fragment)
 NULL_CASES: list[tuple[str, tuple[str, ...], str, type[errors.QueueError], str]] = [
@@ -312,6 +319,15 @@ NULL_CASES: list[tuple[str, tuple[str, ...], str, type[errors.QueueError], str]]
     ("attach", ("tbl", "q", "opts"), "q", *arg_null("queue name")),
     ("attach", ("tbl", "q", "opts"), "opts", *arg_null("options")),
     ("detach", ("tbl", "q"), "tbl", *arg_null("table")),
+    ("add_capture_rule", RULE_ARGS, "sglob", *arg_null("schema glob")),
+    ("add_capture_rule", RULE_ARGS, "tglob", *arg_null("table glob")),
+    ("add_capture_rule", RULE_ARGS, "q", *arg_null("queue name")),
+    ("add_capture_rule", RULE_ARGS, "opts", *arg_null("options")),
+    ("add_capture_rule", RULE_ARGS, "excl", *arg_null("exclude")),
+    ("remove_capture_rule", ("rule",), "rule", *arg_null("rule id")),
+    ("sync_captures", ("q", "dry"), "dry", *arg_null("dry run")),
+    ("sync_capture_rule", ("rule", "dry"), "rule", *arg_null("rule id")),
+    ("sync_capture_rule", ("rule", "dry"), "dry", *arg_null("dry run")),
 ]
 
 

@@ -87,7 +87,9 @@ def test_dsn_option_is_declared_once() -> None:
         for name, parser in sub.choices.items()
         if any("--dsn" in a.option_strings for a in parser._actions)
     }
-    assert with_dsn == {"install", "uninstall", "queue", "attach", "detach", "triggers", "ticker"}
+    assert with_dsn == {
+        "install", "uninstall", "queue", "attach", "detach", "triggers", "rules", "ticker"
+    }  # fmt: skip
     assert defaults("ticker", "--dsn", "a", "--dsn", "b").dsn == ["a", "b"]
 
 

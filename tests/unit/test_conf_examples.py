@@ -38,13 +38,17 @@ def test_cron_lines_run_the_jobs() -> None:
         for x in (CONF / "cron" / "cdc.cron").read_text().splitlines()
         if x and not x.startswith("#") and "=" not in x.split()[0]
     ]
-    assert len(lines) == 2
+    assert len(lines) == 3
     for line in lines:
         fields = line.split(None, 6)
         assert len(fields) == 7 and fields[5] == "cdc"  # five times, the user, the command
         job = re.search(r"/jobs/(\w+)\.py (.*?)(?: >>|$)", fields[6])
-        assert job, line
-        _parse([job.group(1), *shlex.split(job.group(2))])
+        if job:
+            _parse([job.group(1), *shlex.split(job.group(2))])
+            continue
+        command = re.search(r"(?:^|; )cdc (.*?)(?: >>|$)", fields[6])  # the cdc command itself
+        assert command, line
+        _parse(shlex.split(command.group(1)))
 
 
 def test_the_airflow_dag_compiles_and_its_jobs_parse() -> None:

@@ -16,5 +16,6 @@
 \ir functions/cdc.capture_statement.sql
 \ir functions/cdc.attach.sql
 \ir functions/cdc.capture_ddl.sql
+\ir functions/cdc.capture_rules.sql
 \ir event_triggers.sql
 \ir regenerate.sql

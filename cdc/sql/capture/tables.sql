@@ -17,3 +17,20 @@ create table if not exists cdc.capture (
     primary key (cap_table, cap_queue)
 );
 alter table cdc.capture add column if not exists cap_aliases text[] not null default '{}';
+
+-- Capture rules: globs over schema and table names (cdc.capture_rules.sql). A table created
+-- later that a rule matches is captured by the event trigger (or the next cdc.sync_captures)
+-- with the rule's options, into its queue, on the authority of the rule's owner: the login
+-- role that added it, which must still be a member of the table's owner role then. One rule
+-- per (schema glob, table glob, queue); removing the queue removes its rules.
+create table if not exists cdc.capture_rule (
+    rule_id       bigint generated always as identity primary key,
+    rule_schema   text not null,
+    rule_table    text not null,
+    rule_exclude  text[] not null default '{}',
+    rule_queue    text not null references cdc.queue (queue_name) on update cascade on delete cascade,
+    rule_options  jsonb not null,
+    rule_owner    oid not null,
+    rule_created  timestamptz not null default now(),
+    unique (rule_schema, rule_table, rule_queue)
+);

@@ -80,7 +80,8 @@ $$ language plpgsql;
 --      and queue created, and records the capture in cdc.capture. One transaction: on any
 --      error nothing changes. The session's login role must be a member of the table's owner
 --      role (QC025); option expressions are checked inside PostgreSQL whoever calls (QC026,
---      see cdc.capture_ddl.sql). The owner of the cdc schema must be allowed to create
+--      see cdc.capture_ddl.sql). A table without a primary key and without a pkey option is
+--      keyed by its usable unique index, recorded as pkey (cdc._cap_key_options). The owner of the cdc schema must be allowed to create
 --      triggers on the table (own it, be a superuser, or hold the TRIGGER privilege).
 --
 -- Returns:
@@ -92,7 +93,7 @@ returns text as $$
 begin
     perform cdc._require(i_table, 'table');
     perform cdc._cap_require_owner(i_table, 'capture');
-    return cdc._cap_apply(i_table, i_queue_name, i_opts);
+    return cdc._cap_apply(i_table, i_queue_name, cdc._cap_key_options(i_table, i_opts));
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 

@@ -40,10 +40,60 @@ $$ language plpgsql stable;
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc._cap_unique_key(table)
+--
+--      The columns of the table's usable unique index, in index order, or NULL: a valid,
+--      unique, non-partial index on plain columns (no expression) that are all NOT NULL, so
+--      that it identifies each row as a primary key would. Several: the one with the fewest
+--      key columns, then the first by name, so that the choice is the same every time.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_unique_key(i_table regclass)
+returns text[] as $$
+    select array(select a.attname::text
+                   from unnest((i.indkey::int2[])[0:i.indnkeyatts - 1]) with ordinality k(attnum, ord)
+                   join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+                  order by k.ord)
+      from pg_index i
+      join pg_class ic on ic.oid = i.indexrelid
+     where i.indrelid = i_table and i.indisunique and i.indisvalid and i.indisready
+       and i.indpred is null and i.indexprs is null
+       and not exists (select 1 from unnest((i.indkey::int2[])[0:i.indnkeyatts - 1]) k(attnum)
+                        left join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+                       where k.attnum = 0 or a.attnotnull is not true)
+     order by i.indnkeyatts, ic.relname
+     limit 1;
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_key_options(table, options)
+--
+--      The options a capture of the table is generated and recorded with: as given, except
+--      for a table without a primary key whose options name no pkey but that has a usable
+--      unique index (cdc._cap_unique_key): then pkey = that index's columns. Recording the key
+--      keeps it fixed when the trigger is regenerated later (another unique index added does
+--      not change it), and tells the drain which columns it folds by.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_key_options(i_table regclass, i_opts jsonb)
+returns jsonb as $$
+    select case
+        when jsonb_typeof(i_opts -> 'pkey') = 'array' and jsonb_array_length(i_opts -> 'pkey') > 0
+             then i_opts
+        when exists (select 1 from pg_index where indrelid = i_table and indisprimary)
+             then i_opts
+        when cdc._cap_unique_key(i_table) is not null
+             then i_opts || jsonb_build_object('pkey', to_jsonb(cdc._cap_unique_key(i_table)))
+        else i_opts
+    end;
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc._cap_pkey(table, pkey)
 --
 --      The key columns: the given ones (each must exist), else the primary key in index
---      order. QC020 for a table without either.
+--      order. QC020 for a table without either (cdc.attach has given the columns of a usable
+--      unique index as pkey by then, cdc._cap_key_options).
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_pkey(i_table regclass, i_pkey text[])
 returns text[] as $$
@@ -68,8 +118,8 @@ begin
      where i.indrelid = i_table and i.indisprimary;
     if cols is null then
         raise exception using errcode = 'QC020',
-            message = format('table %s has no primary key', i_table),
-            hint = 'give the key columns with --pkey col1,col2 (cdc attach), or add a primary key';
+            message = format('table %s has no primary key and no usable unique index', i_table),
+            hint = 'add a primary key (or a unique index on NOT NULL columns), or give the key columns with --pkey col1,col2 (cdc attach)';
     end if;
     return cols;
 end;

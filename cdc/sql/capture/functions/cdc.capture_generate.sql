@@ -180,6 +180,7 @@ create or replace function cdc.capture_sql(i_table regclass, i_queue_name text, 
 returns text as $$
 begin
     perform cdc._cap_require_owner(i_table, 'capture');
-    return (select func_ddl || trigger_ddl from cdc._cap_generate(i_table, i_queue_name, i_opts));
+    return (select func_ddl || trigger_ddl
+              from cdc._cap_generate(i_table, i_queue_name, cdc._cap_key_options(i_table, i_opts)));
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
