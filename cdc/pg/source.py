@@ -1,6 +1,6 @@
 """What the drain, the snapshot and resync share about a pipeline's source, besides its
-consumer (``cdc.pg.consumer``): the drain lock, the JDBC URL of the DSN, how events name
-renamed tables, the queue's incarnation and the Delta appIds built on it.
+consumer (``cdc.pg.consumer``): the drain lock, the JDBC URL of the DSN (``cdc.pg.jdbc``),
+how events name renamed tables, the queue's incarnation and the Delta appIds built on it.
 
 The engine (``cdc`` or ``pgq``) is asked by its flags (``cdc.pg.engine``); its schema is
 always passed as an identifier.
@@ -19,6 +19,10 @@ from psycopg import sql
 
 from cdc import errors
 from cdc.config import Source, TableMap
+
+# re-exported for the callers: the JDBC settings of a DSN are worked out in cdc.pg.jdbc
+from cdc.pg.jdbc import jdbc_url as jdbc_url
+from cdc.pg.jdbc import require_jdbc as require_jdbc
 
 log = logging.getLogger("cdc.source")
 
@@ -42,23 +46,6 @@ def drain_lock(conn: psycopg.Connection, src: Source, who: str) -> Iterator[None
         yield
     finally:
         conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
-
-
-def jdbc_url(dsn: str) -> tuple[str, dict[str, str]] | None:
-    """The JDBC URL and properties for a libpq DSN; None when it names a unix socket (which the
-    JDBC driver does not reach)."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    params = conninfo_to_dict(dsn)
-    host = str(params.get("host") or "localhost")
-    if host.startswith("/") or "," in host:
-        return None
-    url = f"jdbc:postgresql://{host}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
-    props = {"driver": "org.postgresql.Driver"}
-    for key in ("user", "password"):
-        if params.get(key):
-            props[key] = str(params[key])
-    return url, props
 
 
 @dataclass(frozen=True)
