@@ -9,8 +9,9 @@ From the repository root, with the same packages as jobs/drain.py::
         --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
         jobs/snapshot.py public.orders [public.customers ...] --config conf/pipeline.toml
 
-Over a TCP DSN the executors read the table in parallel, in ranges of an integer first key
-column (``--partitions``, default 8), all in one PostgreSQL snapshot.
+The table is copied in chunks of ``--chunk-rows`` rows by key, each in its own short
+PostgreSQL snapshot, while the drain goes on; killed, it resumes after the last chunk saved.
+Over a TCP DSN the executors read each chunk in parallel, in ``--partitions`` key ranges.
 """
 
 import sys

@@ -18,7 +18,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
     on_batch = None
     if args.mode == "follow" and pipeline.metrics_port:
         on_batch = drain.serve_metrics(pipeline)
-    with drain.Drain(pipeline, session, tick=not args.no_tick) as runner:
+    with drain.Drain(pipeline, session, tick=not args.no_tick, workers=args.workers) as runner:
         runner.stop_on_signals()
         batches = runner.run(args.mode, on_batch=on_batch)
     log.info("%d batch(es) applied", batches)
@@ -28,14 +28,26 @@ def cmd_drain(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from cdc.pipeline import snapshot
 
+    if args.request:
+        from cdc import config
+
+        pipeline = config.load(args.config)  # no Spark: one insert per table
+        for table in args.tables:
+            name = snapshot.request(pipeline, table)
+            print(f"{name}: snapshot requested; the drain takes it between its batches")
+        return 0
     pipeline, session = pipeline_and_spark(args, "cdc-snapshot")
-    loader = snapshot.Snapshot(pipeline, session, progress=not args.no_progress)
+    loader = snapshot.Snapshot(
+        pipeline, session, progress=not args.no_progress, chunk_rows=args.chunk_rows
+    )
     for table in args.tables:
-        result = loader.run(table, args.partitions)
+        result = loader.run(table, args.partitions, restart=args.restart)
+        resumed = f", resumed after {result.resumed_at:,} rows" if result.resumed_at else ""
         print(
-            f"{result.table}: {result.rows:,} rows into {', '.join(result.targets)}"
-            f" in {result.seconds:.1f} s"
+            f"{result.table}: {result.rows:,} rows in {result.chunks} chunk(s) into"
+            f" {', '.join(result.targets)} in {result.seconds:.1f} s{resumed}"
             + (f", {result.quarantined:,} quarantined" if result.quarantined else "")
+            + "; done once the drain applies its next batch"
         )
     return 0
 

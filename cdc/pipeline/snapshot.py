@@ -1,70 +1,93 @@
-"""Initial snapshot: the rows a captured table already holds, loaded into its Delta table(s)
-consistently with the queue.
+"""Initial snapshots in chunks: the rows a captured table already holds, copied into its
+mirror target(s) by key ranges, consistently with the queue, while the drain goes on.
 
-Why it is consistent: the triggers are attached first, so every change after that is an
-event. The snapshot registers the drain's consumer (if it is not yet), takes the drain lock
-(no batch is applied meanwhile), reads the table in one PostgreSQL snapshot S and overwrites
-the mirror target with it. The consumer's position is a tick taken before S, so the next
-batches hold every change committed after S, plus some already in S: applying those again
-is harmless, because the fold (cdc.targets.fold) decides each key by its last transaction that
-inserted or deleted it, and takes values from the last INSERT and later UPDATEs (full rows,
-or sql-format column values that S already shows): the same end state whether the target
-already shows some of those transactions or none (property-tested in tests/spark/test_fold.py).
-No row is lost and none comes back.
+The algorithm (its consistency argument is in docs/operations.md, "Snapshots"):
 
-An interrupted snapshot leaves the target as it was (the overwrite is one Delta commit):
-run it again. Events already applied from batches the drain finished are in S too.
+- a chunk is the next ``chunk_rows`` rows after the last key copied, in key order
+  (cdc.pipeline.chunks), read in its own short REPEATABLE READ snapshot ``S_c`` taken while
+  the consumer's drain lock is held, so after the last batch the target holds was applied,
+  and written while the lock is still held, as whole rows (a MERGE that updates every
+  column of a key the target holds and inserts the others, never a delete:
+  cdc.targets.mirror.Mirror.upsert);
+- the progress (last key, rows, chunks, ``S_c``) is saved after the chunk's Delta commit
+  (cdc.targets.snapshots); killed at any point, the snapshot resumes after the last saved
+  chunk, and a chunk written but not saved is read and written again: harmless;
+- the copy is ``copied`` once a chunk finds fewer rows than it asked for, and ``done`` once
+  the drain applied a batch whose end tick's snapshot is after the last chunk's ``S_c``
+  (cdc.pipeline.snapshot_runner): from then on the target shows the source as of a tick.
 
-Reading: over Spark JDBC when the DSN reaches the server over TCP, in ranges of the first
-key column (integer keys) read in parallel by the executors, every one of them importing S
-(``pg_export_snapshot``); otherwise with COPY on the driver. Values are read as PostgreSQL
-text and cast like event values (cdc.pipeline.decode), so a snapshot row and an event row of
-the same data are equal in Delta."""
+``cdc snapshot TABLE`` (``Snapshot.run``) runs the chunks itself, taking the drain lock per
+chunk only; ``cdc snapshot TABLE --request`` (``request``) asks a running drain to do it
+with a signal event, which the drain's SnapshotRunner serves between batches.
+``cdc resync`` copies a table whole under the lock (``Snapshot._copy``).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
-import os
-import signal
 import sys
-import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
-import pyarrow as pa
 from psycopg import sql
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from cdc.config import Pipeline, Source, TableMap
-from cdc.errors import ConfigError
-from cdc.pg import copyreader, pgtypes
+from cdc import errors, failures
+from cdc.config import Pipeline, Source, TableMap, parse_table_name
+from cdc.errors import CdcError, ConfigError
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
-from cdc.pipeline import decode
-from cdc.targets import quarantine, registry
-from cdc.targets.table import quote
+from cdc.pipeline import chunks
+from cdc.pipeline.snapshot_job import (
+    CHUNK_ROWS,
+    JDBC_MIN_ROWS,
+    KILL_AT_ENV,
+    PARTITIONS,
+    Job,
+    failure_of,
+    new_states,
+    resumable,
+    stage,
+    states_for,
+    store_of,
+)
+from cdc.targets import registry, snapshots
+from cdc.targets.snapshots import RUNNING
+
+__all__ = [
+    "CHUNK_ROWS",
+    "KILL_AT_ENV",
+    "PARTITIONS",
+    "Job",
+    "Snapshot",
+    "SnapshotResult",
+    "new_states",
+    "request",
+    "resumable",
+    "states_for",
+    "store_of",
+]
 
 log = logging.getLogger("cdc.snapshot")
 
-# the session settings under which values are read as text: those the events carry
-TEXT_SETTINGS = (
-    "set datestyle = 'ISO, YMD'; set timezone = 'UTC'; set intervalstyle = 'postgres';"
-    " set bytea_output = 'hex'; set extra_float_digits = 1"
-)
-INTEGER_KEYS = ("short", "int", "long")
-KILL_AT_ENV = "CDC_SNAPSHOT_KILL_AT"  # "read": SIGKILL after reading, before the commit
-PARTITIONS = 8  # parallel JDBC reads by key range (cdc snapshot/resync --partitions)
+SIGNAL_TYPE = "cdc.snapshot"  # ev_type of the snapshot signal event
+CHUNK_RETRIES = 3  # cdc snapshot: a chunk whose connection was lost is tried again
 
 
 @dataclass(frozen=True)
 class SnapshotResult:
     table: str
-    rows: int
+    rows: int  # rows copied by this run
     quarantined: int
     seconds: float
     targets: tuple[str, ...]
+    chunks: int = 0  # chunks copied by this run
+    resumed_at: int = 0  # rows an earlier run had copied
 
 
 def _check_captured(conn: psycopg.Connection, table: TableMap, src: Source) -> None:
@@ -83,216 +106,198 @@ def _check_captured(conn: psycopg.Connection, table: TableMap, src: Source) -> N
         )
 
 
-def _text_select(columns: list[pgtypes.Column], table: TableMap, extra: str = "") -> sql.Composed:
-    cols = sql.SQL(", ").join(
-        sql.SQL("{}::text as {}").format(sql.Identifier(c.name), sql.Identifier(c.name))
-        for c in columns
-    )
-    return sql.SQL("select {}{} from {}.{}").format(
-        sql.SQL(extra),
-        cols,
-        sql.Identifier(table.schema),
-        sql.Identifier(table.name),
-    )
+class ProgressLine:
+    """rows, rows/s and ETA on stderr, one line rewritten after each chunk."""
 
-
-class Progress:
-    """A progress line on stderr while Spark runs the copy: tasks done of the job's stages,
-    as rows (of the exact count) and a rate."""
-
-    def __init__(self, spark: SparkSession, label: str, total: int, enabled: bool) -> None:
-        self.spark, self.label, self.total, self.enabled = spark, label, total, enabled
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label, self.enabled = label, enabled
         self.started = time.monotonic()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Progress:
-        if self.enabled:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        if self.enabled:
-            self.thread.join()
-            self._show(1.0)
-            sys.stderr.write("\n")
-
-    def _fraction(self) -> float:
-        tracker = self.spark.sparkContext.statusTracker()
-        done = total = 0
-        for stage_id in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(stage_id)
-            if info is not None:
-                done += info.numCompletedTasks
-                total += info.numTasks
-        return done / total if total else 0.0
-
-    def _show(self, fraction: float) -> None:
-        rows = int(self.total * fraction)
-        elapsed = max(time.monotonic() - self.started, 1e-6)
+    def show(self, done: int, copied: int, estimate: int | None, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        total = max(estimate or 0, done)
+        fraction = 1.0 if final or not total else done / total
         width = 30
         bar = "#" * int(width * fraction) + "-" * (width - int(width * fraction))
+        rate = copied / max(time.monotonic() - self.started, 1e-6)
+        eta = "" if final or not rate else f", ETA {max(total - done, 0) / rate:,.0f} s"
         sys.stderr.write(
-            f"\r{self.label} [{bar}] {rows:,}/{self.total:,} rows, {rows / elapsed:,.0f} rows/s"
+            f"\r{self.label} [{bar}] {done:,}/{total:,} rows, {rate:,.0f} rows/s{eta}"
+            + ("\n" if final else "")
         )
         sys.stderr.flush()
 
-    def _run(self) -> None:
-        while not self.stop.wait(0.5):
-            self._show(self._fraction())
+
+def _position(queue: Consumer) -> int | None:
+    """The consumer's last applied tick, noted in the progress; None when this role may not
+    read the queue's tables (a plain cdc_reader member)."""
+    try:
+        return queue.position()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+
+
+@contextmanager
+def chunk_lock(conn: psycopg.Connection, src: Source, who: str) -> Iterator[None]:
+    """The consumer's drain lock (cdc.pg.source), for one chunk: waited for in PostgreSQL's
+    lock queue, so that a drain applying batch after batch lets the chunk in between two."""
+    key = source_module.lock_key(src)
+    conn.execute("set lock_timeout = '10s'")
+    while True:
+        try:
+            conn.execute("select pg_advisory_lock(hashtext(%s))", (key,))
+            break
+        except psycopg.errors.LockNotAvailable:
+            log.info("%s: waiting for the drain lock of %s/%s", who, src.queue, src.consumer)
+    try:
+        yield
+    finally:
+        conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
 
 
 class Snapshot:
-    """Loads source tables' rows into their mirror targets (see the module's docstring)."""
+    """``cdc snapshot``: the chunks of source tables' snapshots (see the module docstring)."""
 
-    def __init__(self, pipeline: Pipeline, spark: SparkSession, progress: bool = True) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        progress: bool = True,
+        chunk_rows: int = CHUNK_ROWS,
+    ) -> None:
         self.pipeline = pipeline
         self.spark = spark
         self.progress = progress
+        self.chunk_rows = chunk_rows
+        self.jdbc_min_rows = JDBC_MIN_ROWS
 
-    def run(self, table: str, partitions: int = PARTITIONS) -> SnapshotResult:
+    def run(
+        self, table: str, partitions: int = PARTITIONS, restart: bool = False
+    ) -> SnapshotResult:
+        """Copies the table in chunks, resuming an unfinished snapshot of it (restart: from
+        the start). The state is COPIED when it returns; the drain makes it DONE."""
         src = self.pipeline.source
         targets = self.pipeline.mirrors([table])
         started = time.monotonic()
         with psycopg.connect(src.dsn, autocommit=True) as control:
             _check_captured(control, targets[0], src)
             Consumer.for_source(control, src).register()
-            with source_module.drain_lock(control, src, f"snapshot of {table}"):
-                rows, bad = self._copy(targets, partitions)
+        known = states_for(self.pipeline, self.spark, targets)
+        states = None if restart else resumable(targets, known)
+        resumed_at = states[0].rows if states else 0
+        if states is None:
+            states = new_states(targets, known, None)
+            snapshots.save(self.spark, store_of(self.pipeline), states)
+        elif states[0].chunks:
+            log.info(
+                "snapshot of %s resumes after chunk %d (%d rows copied)",
+                targets[0].source, states[0].chunks, resumed_at,
+            )  # fmt: skip
+        job = Job(self.pipeline, self.spark, targets, states, self.chunk_rows, partitions)
+        job.jdbc_min_rows = self.jdbc_min_rows
+        line = ProgressLine(f"snapshot {targets[0].source}", self.progress)
+        first_chunk = job.state.chunks
+        while job.state.state == RUNNING:
+            self._chunk(job)
+            line.show(job.state.rows, job.state.rows - resumed_at, job.estimate)
+        line.show(job.state.rows, job.state.rows - resumed_at, job.estimate, final=True)
         result = SnapshotResult(
-            table, rows, bad, time.monotonic() - started, tuple(t.target for t in targets)
+            targets[0].source,
+            job.state.rows - resumed_at,
+            job.quarantined,
+            time.monotonic() - started,
+            tuple(t.target for t in targets),
+            job.state.chunks - first_chunk,
+            resumed_at,
         )
         log.info(
-            "snapshot of %s: %d rows into %s in %.1f s (%d quarantined)",
-            table, rows, ", ".join(result.targets), result.seconds, bad,
+            "snapshot of %s: %d rows in %d chunk(s) into %s in %.1f s (%d quarantined);"
+            " done once the drain applies its next batch",
+            result.table, result.rows, result.chunks, ", ".join(result.targets),
+            result.seconds, result.quarantined,
         )  # fmt: skip
         return result
 
+    def _chunk(self, job: Job) -> None:
+        """One chunk under the drain lock; a lost connection is tried again (a few times,
+        then the run stops: run it again, it resumes); a failure of the table's marks the
+        snapshot failed and raises."""
+        src = self.pipeline.source
+        for attempt in range(1, CHUNK_RETRIES + 1):
+            try:
+                with psycopg.connect(src.dsn, autocommit=True) as control:
+                    queue = Consumer.for_source(control, src)
+                    with chunk_lock(control, src, f"snapshot of {job.source}"):
+                        job.chunk(_position(queue))
+                return
+            except Exception as exc:
+                failure = failure_of(exc, self.pipeline)
+                if isinstance(exc, psycopg.OperationalError) and attempt < CHUNK_RETRIES:
+                    log.warning("snapshot of %s: %s; trying again", job.source, failure.message)
+                    time.sleep(2.0 * attempt)
+                    continue
+                if failure.kind == failures.TABLE:
+                    job.fail(failure.message)
+                    raise CdcError(f"snapshot of {job.source} failed: {failure.message}") from exc
+                raise
+
     def _copy(self, targets: list[TableMap], partitions: int) -> tuple[int, int]:
+        """The whole table in one snapshot, overwriting the mirror targets in one commit
+        each (cdc resync, under the drain lock); returns (rows, quarantined)."""
         src = self.pipeline.source
         table = targets[0]
-        with psycopg.connect(src.dsn) as reader:
-            reader.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            reader.read_only = True
-            snapshot_id = reader.execute("select pg_export_snapshot()").fetchone()[0]
-            reader.execute(TEXT_SETTINGS)
-            columns = pgtypes.keyed_columns(
-                reader, table.schema, table.name, src.capture_queue, registry_required=True
-            )
-            query = sql.SQL("select count(*) from {}.{}").format(
-                sql.Identifier(table.schema), sql.Identifier(table.name)
-            )
-            total = reader.execute(query).fetchone()[0]
-            jdbc = source_module.jdbc_url(src.dsn)
+        jdbc = source_module.jdbc_url(src.dsn)
+        job = Job(self.pipeline, self.spark, targets, [], partitions=partitions)
+        with chunks.ChunkReader(
+            src.dsn, table.schema, table.name, src.capture_queue, jdbc is not None
+        ) as reader:
             if jdbc is not None:
-                raw = self._read_jdbc(reader, columns, table, snapshot_id, partitions, *jdbc)
+                expected = reader.estimate()
+                plan = reader.plan(None, 1 << 62, partitions, expected=max(expected, 1))
+                raw = reader.read_jdbc(self.spark, None, plan, *jdbc)
             else:
-                raw = self._read_copy(reader, columns, table)
-            # cached (spilling to local disk): written to each target, counted, quarantined
-            typed = self._typed(raw, columns).persist()
+                raw = reader.read_copy(self.spark, None, chunks.ChunkPlan(0, ()))
+            frame = chunks.typed(raw, reader.columns).persist()
             try:
-                with Progress(self.spark, f"snapshot {table.source}", total, self.progress):
-                    read, bad = typed.agg(F.count("*"), F.count("__reason")).collect()[0]
-                if os.environ.get(KILL_AT_ENV) == "read":  # fault injection for the tests
-                    os.kill(os.getpid(), signal.SIGKILL)
-                good = typed.where(F.col("__reason").isNull()).drop("__reason", "__raw")
-                for target_map in targets:
-                    ref = self.pipeline.table(target_map.target)
-                    registry.kind(target_map.mode).load(self.spark, ref, good, columns)
+                read, bad = frame.agg(F.count("*"), F.count("__reason")).collect()[0]
+                stage("read")
+                good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
+                for target in targets:
+                    ref = self.pipeline.table(target.target)
+                    registry.kind(target.mode).load(self.spark, ref, good, reader.columns)
                 if bad:
-                    self._quarantine(typed, table, bad)
+                    job._quarantine(frame, bad)
             finally:
-                typed.unpersist()
-            reader.rollback()
+                frame.unpersist()
         return read - bad, bad
 
-    def _read_copy(
-        self, reader: psycopg.Connection, columns: list[pgtypes.Column], table: TableMap
-    ) -> DataFrame:
-        query = sql.SQL("copy ({}) to stdout with (format csv)").format(
-            _text_select(columns, table)
-        )
-        schema = pa.schema([(c.name, pa.string()) for c in columns])
-        data = copyreader.read_table(reader, query, schema)
-        if data is None:
-            return self.spark.createDataFrame(
-                [], ", ".join(f"{quote(c.name)} string" for c in columns)
-            )
-        return self.spark.createDataFrame(data)
 
-    def _read_jdbc(
-        self,
-        reader: psycopg.Connection,
-        columns: list[pgtypes.Column],
-        table: TableMap,
-        snapshot_id: str,
-        partitions: int,
-        url: str,
-        props: dict[str, str],
-    ) -> DataFrame:
-        first = next(c for c in columns if c.is_key)
-        init = (
-            "set transaction isolation level repeatable read read only;"
-            f" set transaction snapshot '{snapshot_id}'; {TEXT_SETTINGS}"
+def request(pipeline: Pipeline, table: str) -> str:
+    """Asks a running drain to snapshot the table: inserts the snapshot signal event into
+    the pipeline's queue (the drain's SnapshotRunner serves it). Returns the table's name
+    as the signal carries it. Needs the right to insert events (cdc_writer)."""
+    src = pipeline.source
+    source = pipeline.source_name(table)
+    try:
+        schema, name = parse_table_name(source)
+    except ValueError as exc:
+        raise ConfigError(f"{table}: not a table name ({exc})") from None
+    with psycopg.connect(src.dsn, autocommit=True) as conn:
+        found = conn.execute(
+            "select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace"
+            " where n.nspname = %s and c.relname = %s",
+            (schema, name),
+        ).fetchone()
+        if found is None:
+            raise ConfigError(f"source table {schema}.{name} does not exist in the source database")
+        query = sql.SQL("select {}.insert_event(%s, %s, %s, %s, null, null, null)").format(
+            src.engine.schema
         )
-        options = {**props, "sessionInitStatement": init, "fetchsize": "10000"}
-        if first.spark_type in INTEGER_KEYS and partitions > 1:
-            bounds_query = sql.SQL("select min({0}), max({0}) from {1}.{2}").format(
-                sql.Identifier(first.name), sql.Identifier(table.schema), sql.Identifier(table.name)
-            )
-            low, high = reader.execute(bounds_query).fetchone()
-            if low is not None and high > low:
-                extra = sql.SQL("{} as __part, ").format(sql.Identifier(first.name))
-                subquery = (
-                    f"({_text_select(columns, table, extra.as_string(reader)).as_string(reader)}) s"
-                )
-                frame = self.spark.read.jdbc(
-                    url,
-                    subquery,
-                    column="__part",
-                    lowerBound=low,
-                    upperBound=high + 1,
-                    numPartitions=partitions,
-                    properties=options,
-                )
-                return frame.drop("__part")
-        subquery = f"({_text_select(columns, table).as_string(reader)}) s"
-        return self.spark.read.jdbc(url, subquery, properties=options)
-
-    def _typed(self, raw: DataFrame, columns: list[pgtypes.Column]) -> DataFrame:
-        """The columns cast from text as event values are, and the reason a row cannot be."""
-        casts = [
-            decode.cast_text(F.col(quote(c.name)), c.spark_type).alias(c.name) for c in columns
-        ]
-        failed = [
-            F.when(F.col(quote(c.name)).isNotNull() & cast.isNull(), F.lit(c.name))
-            for c, cast in zip(columns, casts, strict=True)
-        ]
-        reason = F.concat(
-            F.lit("snapshot: value does not cast to the column type: "),
-            F.concat_ws(", ", *failed),
-        )
-        any_failed = decode.any_of([f.isNotNull() for f in failed])
-        raw_json = F.to_json(F.struct(*[F.col(quote(c.name)) for c in columns]))
-        return raw.select(
-            *casts,
-            F.when(any_failed, reason).alias("__reason"),
-            F.when(any_failed, raw_json).alias("__raw"),
-        )
-
-    def _quarantine(self, typed: DataFrame, table: TableMap, count: int) -> None:
-        """Rows with a value that does not cast go to the quarantine table, as ev_type
-        'snapshot' with the row's text values as JSON in ev_data."""
-        bad = typed.where(F.col("__reason").isNotNull())
-        values = {
-            "ev_type": F.lit("snapshot"),
-            "ev_data": F.col("__raw"),
-            "ev_extra1": F.lit(table.source),
-            "reason": F.col("__reason"),
-        }
-        frame = quarantine.conform(bad, values)
-        quarantine.append(self.spark, self.pipeline.table(self.pipeline.quarantine), frame)
-        log.warning(
-            "%d row(s) of %s do not cast to their column types: quarantined", count, table.source
-        )
+        signal_name = f"{schema}.{name}"
+        data = json.dumps({"table": signal_name})
+        try:
+            conn.execute(query, (src.queue, SIGNAL_TYPE, data, signal_name))
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+    return signal_name

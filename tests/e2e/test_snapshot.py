@@ -18,7 +18,7 @@ from cdc.pg import capture, pgtypes
 from cdc.pg import source as source_module
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Queue
-from cdc.pipeline import compare, snapshot
+from cdc.pipeline import chunks, compare, snapshot
 from cdc.pipeline.drain import Drain
 from tests.support import drainkit
 from tests.support.workloads import DDL, ROW, ROWS, Writers
@@ -51,26 +51,30 @@ def _assert_mirrored(dsn: str, root: Path, spark) -> None:
     assert got == expected
 
 
-def test_snapshot_over_jdbc_with_writers_then_drain_equals_source(spark, tmp_path):
-    """Over TCP: a parallel JDBC read in key ranges under one exported snapshot, while writers
-    insert, update, move keys and delete; after draining, Delta equals the source."""
+def test_snapshot_over_jdbc_with_writers_then_drain_equals_source(spark, tmp_path, monkeypatch):
+    """Over TCP: chunks read by Spark JDBC in parallel key ranges, each range in the chunk's
+    exported snapshot, while writers insert, update, move keys and delete; after draining,
+    Delta equals the source."""
+    ranges: list[int] = []
+    read_jdbc = chunks.ChunkReader.read_jdbc
+
+    def counting(self, spark, after, plan, url, props):
+        ranges.append(len(plan.ranges(after)))
+        return read_jdbc(self, spark, after, plan, url, props)
+
+    monkeypatch.setattr(chunks.ChunkReader, "read_jdbc", counting)
     with drainkit.tcp_cluster() as dsn:
         _prepare(dsn, "json")
-        loader = snapshot.Snapshot(drainkit.pipeline(dsn, str(tmp_path), CONF), spark, False)
-        reads: list[int] = []
-        read_jdbc = loader._read_jdbc
-
-        def counting(*args):
-            reads.append(args[4])  # partitions
-            return read_jdbc(*args)
-
-        loader._read_jdbc = counting
+        pipe = drainkit.pipeline(dsn, str(tmp_path), CONF)
+        loader = snapshot.Snapshot(pipe, spark, False, chunk_rows=ROWS // 2)
+        loader.jdbc_min_rows = 0
         with Writers(dsn, 1) as writers:
             result = loader.run("public.s", partitions=3)
             time.sleep(0.5)
-        assert reads == [3]
+        assert ranges[:2] == [3, 3]  # two full chunks, each read in three ranges
         assert writers.done > 0
         assert result.rows >= ROWS * 0.7 and result.quarantined == 0
+        assert result.chunks >= 2
         _drain_all(dsn, tmp_path, spark)
         _assert_mirrored(dsn, tmp_path, spark)
 

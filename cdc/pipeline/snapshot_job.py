@@ -1,0 +1,229 @@
+"""One source table's chunked snapshot: the chunk step (read, write, save the progress) and
+the saved states it starts from or resumes (cdc.pipeline.snapshot has the algorithm).
+
+A chunk is read by cdc.pipeline.chunks under the drain lock its caller holds, written to
+every mirror target of the table by a whole-row MERGE (cdc.targets.mirror.Mirror.upsert),
+its rows that do not cast sent to the quarantine, and only then is its progress saved
+(cdc.targets.snapshots): a process killed in between does the chunk again, harmlessly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Callable
+from functools import cached_property
+
+import psycopg
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc import failures
+from cdc.config import Pipeline, TableMap
+from cdc.errors import ConfigError
+from cdc.pg import pgtypes
+from cdc.pg import source as source_module
+from cdc.pipeline import chunks
+from cdc.targets import delta_table, quarantine, registry, snapshots
+from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
+from cdc.targets.table import TableRef
+
+__all__ = [
+    "CHUNK_ROWS",
+    "JDBC_MIN_ROWS",
+    "KILL_AT_ENV",
+    "PARTITIONS",
+    "Job",
+    "failure_of",
+    "new_states",
+    "resumable",
+    "stage",
+    "states_for",
+    "store_of",
+]
+
+log = logging.getLogger("cdc.snapshot")
+
+# fault injection for the tests: "read" (SIGKILL after reading a chunk, before writing it),
+# "merged:N" (after chunk N's Delta commit, before its progress is saved), "chunk:N" (after
+# chunk N's progress is saved)
+KILL_AT_ENV = "CDC_SNAPSHOT_KILL_AT"
+PARTITIONS = 8  # parallel JDBC reads by key range within a chunk (--partitions)
+CHUNK_ROWS = 200_000  # rows per chunk (--chunk-rows)
+JDBC_MIN_ROWS = 50_000  # a smaller chunk is read with COPY, even over TCP
+
+
+def stage(name: str) -> None:
+    if os.environ.get(KILL_AT_ENV) == name:  # fault injection for the tests
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Job:
+    """One source table's chunked snapshot into its mirror targets (one state per target,
+    moving together)."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        targets: list[TableMap],
+        states: list[Progress],
+        chunk_rows: int = CHUNK_ROWS,
+        partitions: int = PARTITIONS,
+    ) -> None:
+        if chunk_rows < 1:
+            raise ConfigError(f"--chunk-rows must be 1 or more, not {chunk_rows}")
+        self.pipeline, self.spark, self.targets = pipeline, spark, targets
+        self.states = states
+        self.chunk_rows, self.partitions = chunk_rows, partitions
+        self.jdbc_min_rows = JDBC_MIN_ROWS
+        self.estimate: int | None = None
+        self.quarantined = 0
+
+    @property
+    def source(self) -> str:
+        return self.targets[0].source
+
+    @property
+    def state(self) -> Progress:
+        return self.states[0]
+
+    def save(self, **changes: object) -> None:
+        self.states = [s.next(**changes) for s in self.states]
+        snapshots.save(self.spark, store_of(self.pipeline), self.states)
+
+    def fail(self, reason: str) -> None:
+        log.error("snapshot of %s failed: %s", self.source, reason)
+        self.save(state=FAILED, reason=reason)
+
+    @cached_property
+    def jdbc(self) -> tuple[str, dict[str, str]] | None:
+        """The JDBC URL and properties of the source (None: read with COPY)."""
+        return source_module.jdbc_url(self.pipeline.source.dsn)
+
+    def chunk(self, position: int | None) -> int:
+        """Reads and writes the next chunk (the drain lock held by the caller), then saves
+        the progress; returns the rows it read. The state becomes COPIED when the chunk was
+        the last."""
+        src, table = self.pipeline.source, self.targets[0]
+        after = self.state.last_key
+        number = self.state.chunks + 1
+        jdbc = self.jdbc
+        with chunks.ChunkReader(
+            src.dsn, table.schema, table.name, src.capture_queue, jdbc is not None
+        ) as reader:
+            if self.estimate is None:
+                self.estimate = reader.estimate()
+            plan = reader.plan(after, self.chunk_rows, self.partitions)
+            read = 0
+            if plan.rows:
+                if jdbc is not None and plan.rows >= self.jdbc_min_rows:
+                    raw = reader.read_jdbc(self.spark, after, plan, *jdbc)
+                else:
+                    raw = reader.read_copy(self.spark, after, plan)
+                read = self._write(chunks.typed(raw, reader.columns), reader.columns)
+            else:
+                for target in self.targets:  # an empty table: its target exists all the same
+                    ref = self.pipeline.table(target.target)
+                    registry.kind(target.mode).ensure(self.spark, ref, reader.columns)
+            stage(f"merged:{number}")
+            last = plan.rows < self.chunk_rows
+            self.save(
+                state=COPIED if last else RUNNING,
+                last_key=plan.last_key or after,
+                rows=self.state.rows + read,
+                chunks=number,
+                snapshot=reader.snapshot,
+                xmax=reader.xmax,
+                snapshot_at=reader.snapshot_at,
+                position=position,
+            )
+        stage(f"chunk:{number}")
+        return read
+
+    def _write(self, typed: DataFrame, columns: list[pgtypes.Column]) -> int:
+        """Writes a chunk's rows to every target (those that do not cast to the
+        quarantine); returns the rows read."""
+        frame = typed.persist()
+        try:
+            read, bad = frame.agg(F.count("*"), F.count("__reason")).collect()[0]
+            stage("read")
+            good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
+            for target in self.targets:
+                kind = registry.kind(target.mode)
+                upsert = getattr(kind, "upsert", None)
+                if upsert is None:
+                    raise ConfigError(f"a {target.mode} target is not loaded from a snapshot")
+                ref = self.pipeline.table(target.target)
+
+                def write(upsert: Callable = upsert, ref: TableRef = ref) -> None:
+                    upsert(self.spark, ref, good, columns)
+
+                # an OPTIMIZE (cdc maintain) may commit meanwhile: the MERGE is idempotent
+                delta_table.retry_conflicts(write, f"snapshot of {target.target}")
+            if bad:
+                self._quarantine(frame, bad)
+        finally:
+            frame.unpersist()
+        return int(read)
+
+    def _quarantine(self, typed: DataFrame, count: int) -> None:
+        """Rows with a value that does not cast go to the quarantine table, as ev_type
+        'snapshot' with the row's text values as JSON in ev_data (a chunk done again
+        quarantines them again)."""
+        bad = typed.where(F.col("__reason").isNotNull())
+        values = {
+            "ev_type": F.lit("snapshot"),
+            "ev_data": F.col("__raw"),
+            "ev_extra1": F.lit(self.source),
+            "reason": F.col("__reason"),
+        }
+        frame = quarantine.conform(bad, values)
+        quarantine.append(self.spark, self.pipeline.table(self.pipeline.quarantine), frame)
+        self.quarantined += count
+        log.warning(
+            "%d row(s) of %s do not cast to their column types: quarantined", count, self.source
+        )
+
+
+def failure_of(exc: BaseException, pipeline: Pipeline) -> failures.Failure:
+    """How a chunk's error counts: infrastructure (the run stops; the chunk is done again
+    by the next run) or the table's (the snapshot fails, with the reason)."""
+    if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        return failures.Failure(failures.TABLE, f"the source table is gone: {exc}".strip())
+    return failures.classify(exc, pipeline.target_path)
+
+
+def store_of(pipeline: Pipeline) -> TableRef:
+    """The pipeline's progress table (cdc.targets.snapshots), beside its quarantine."""
+    return pipeline.table(snapshots.table_name(pipeline.quarantine))
+
+
+def states_for(
+    pipeline: Pipeline, spark: SparkSession, targets: list[TableMap]
+) -> dict[str, Progress]:
+    """The targets' last snapshot states."""
+    known = snapshots.read(spark, store_of(pipeline))
+    return {t.target: known[t.target] for t in targets if t.target in known}
+
+
+def new_states(
+    targets: list[TableMap], known: dict[str, Progress], tick_id: int | None
+) -> list[Progress]:
+    """Fresh states for the targets (their seq after any earlier one's)."""
+    return [
+        Progress.start(
+            t.target, t.source, tick_id, known[t.target].seq + 1 if t.target in known else 0
+        )
+        for t in targets
+    ]
+
+
+def resumable(targets: list[TableMap], known: dict[str, Progress]) -> list[Progress] | None:
+    """The targets' states when every one is a running snapshot at the same point."""
+    states = [known.get(t.target) for t in targets]
+    if any(s is None or s.state != RUNNING for s in states):
+        return None
+    points = {(s.last_key, s.chunks) for s in states if s is not None}
+    return [s for s in states if s is not None] if len(points) == 1 else None
