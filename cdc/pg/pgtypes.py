@@ -171,3 +171,56 @@ def columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:
         Column(name, base, spark_type(base, typmod), bool(key))
         for name, _, base, typmod, key in rows
     ]
+
+
+# One row per table of the list that exists: a digest of everything keyed_columns and the
+# fill of its columns (cdc.targets.schema_drift.fill_of) read from the catalog: the live
+# columns (name, position, type, domain base, typmod, NOT NULL, missing value, identity,
+# generated, default), the indexes (primary, unique, valid, partial, expressions) and,
+# {options}, the table's capture options.
+FINGERPRINT_SQL = """
+with wanted as (select * from unnest(%(schemas)s::text[], %(tables)s::text[]) as w(s, t))
+select w.s, w.t, md5(concat_ws('|', c.oid::text,
+         (select string_agg(concat_ws(',', a.attnum, a.attname, a.atttypid, a.atttypmod,
+                                      a.attnotnull, a.atthasmissing, a.attmissingval::text,
+                                      a.attidentity, a.attgenerated, bt.typbasetype,
+                                      bt.typtypmod, d.adbin::text), ';' order by a.attnum)
+            from pg_attribute a
+            join pg_type bt on bt.oid = a.atttypid
+            left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+           where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped),
+         (select string_agg(concat_ws(',', i.indexrelid, i.indkey::text, i.indnkeyatts,
+                                      i.indisprimary, i.indisunique, i.indisvalid,
+                                      i.indpred is null, i.indexprs is null), ';'
+                            order by i.indexrelid)
+            from pg_index i where i.indrelid = c.oid),
+         {options}))
+  from wanted w
+  join pg_namespace n on n.nspname = w.s
+  join pg_class c on c.relnamespace = n.oid and c.relname = w.t
+"""
+_OPTIONS = {
+    "table": "(select p.cap_options::text from cdc.capture p"
+    " where p.cap_table = c.oid and p.cap_queue = %(queue)s)",
+    "info": "(select p.options::text from cdc.get_capture_info() p"
+    " where p.table_name = format('%%I.%%I', w.s, w.t) and p.queue_name = %(queue)s)",
+    "none": "''",
+}
+
+
+def fingerprints(
+    conn: psycopg.Connection, tables: list[tuple[str, str]], queue: str | None
+) -> dict[tuple[str, str], str]:
+    """A digest per (schema, table) of what keyed_columns (and the fill of its columns) read,
+    in one query for all the tables: equal digests, equal answers. A table that does not
+    exist has none. Captured into queue: the capture options count too (when this role may
+    read them)."""
+    if not tables:
+        return {}
+    how = "none"
+    if queue is not None:
+        table_ok, info_ok = conn.execute(sqlfiles.query("capture_access")).fetchone()
+        how = "table" if table_ok else "info" if info_ok else "none"
+    query = FINGERPRINT_SQL.format(options=_OPTIONS[how])
+    args = {"schemas": [s for s, _ in tables], "tables": [t for _, t in tables], "queue": queue}
+    return {(s, t): digest for s, t, digest in conn.execute(query, args).fetchall()}

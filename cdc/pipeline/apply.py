@@ -1,22 +1,31 @@
 """One batch's events applied to every target of a pipeline, exactly once, one target
-failing alone.
+failing alone, the touched targets concurrently.
 
-For each configured table: the target follows the source's schema (cdc.targets.schema_drift),
-the table's events are decoded (cdc.pipeline.decode) and written by the target's kind
+Only the tables the batch holds events of are looked at: an untouched table costs nothing
+(no catalog query, no Delta look-up). On the main thread, with the drain's one connection:
+the failing marks (cdc.targets.failing.Cache: read once per run, again only when their log
+moved) and the touched tables' columns (``SourceColumns``: one query for all of them per
+batch, the full catalog read only for a table whose digest changed). Then each touched
+table, on a bounded pool of worker threads with a child Spark session each
+(cdc.pipeline.pool): the target follows the source's schema (cdc.targets.schema_drift), the
+table's events are decoded (cdc.pipeline.decode) and written by the target's kind
 (cdc.targets.registry: mirror folds and MERGEs, history appends). Every write carries the
-batch's commit identity (cdc.targets.table.Commit), so a batch redone after a crash skips
-the targets it had committed; a target committed under the appId of versions without queue
-incarnations is recognised too (``_done_before``).
+batch's commit identity (cdc.targets.table.Commit), its own per target, so a batch redone
+after a crash (with any subset of its targets committed) skips those it had committed; a
+target committed under the appId of versions without queue incarnations is recognised too
+(``_done_before``). The batch is finished (cdc.pipeline.drain) only once every table's task
+has ended.
 
 A target whose data or schema cannot be applied (cdc.failures: not an infrastructure
-failure, which stops the batch) is marked failing (cdc.targets.failing) and its events go to
-the quarantine (cdc.targets.quarantine), with those of targets marked failing earlier and of
-tables not in the configuration.
+failure, which stops the batch once the running tasks end) is marked failing
+(cdc.targets.failing) and its events go to the quarantine (cdc.targets.quarantine), with
+those of targets marked failing earlier and of tables not in the configuration.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,12 +42,26 @@ from cdc.pg import pgtypes
 from cdc.pg import source as source_module
 from cdc.pg.queue import Batch
 from cdc.pipeline import decode
+from cdc.pipeline.pool import SessionPool, in_session
 from cdc.pipeline.reader import BatchEvents
 from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
 from cdc.targets.kind import TableBatch, add_time
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 
 log = logging.getLogger("cdc.drain")
+
+WORKERS = 4  # tables applied at once (cdc drain --workers)
+# A table's events up to this many, read with COPY (in Arrow on the driver), take the
+# small-batch path: decoded without a cache, and MERGEd without Delta's copy of the source
+# (merge.materializeSource = none). Delta copies a source it cannot prove deterministic; ours
+# is (the fold of the batch's events decoded from the batch's Arrow rows: every read gives
+# the same rows, and Delta checks that its two reads counted the same), so the MERGE writes
+# the same values in the same commit as the big-batch path, with a cache, a copy and their
+# Spark jobs fewer. Above it (or read by JDBC: a cached frame, which Delta refuses not to
+# copy) the decode cache and the copy are kept: they spare decoding and folding twice.
+SMALL_EVENTS = 10_000
+MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
 @dataclass
@@ -53,25 +76,110 @@ class BatchStats:
     phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
 
 
+@dataclass(frozen=True)
+class Found:
+    """A source table's columns and their fill, or why they could not be read."""
+
+    columns: list[pgtypes.Column] | None = None
+    fill: schema_drift.Fill | None = None
+    error: Exception | None = None
+
+    def get(self) -> tuple[list[pgtypes.Column], schema_drift.Fill]:
+        if self.error is not None:
+            raise self.error
+        assert self.columns is not None and self.fill is not None
+        return self.columns, self.fill
+
+
+class SourceColumns:
+    """The columns of source tables (pgtypes.keyed_columns) and their fill
+    (schema_drift.fill_of), kept between batches: each batch asks one query for the digests
+    of the tables it touches (pgtypes.fingerprints), and reads the catalog again only for a
+    table whose digest changed or that has none (it does not exist: the error is kept)."""
+
+    def __init__(self, conn: psycopg.Connection, queue: str | None) -> None:
+        self.conn = conn
+        self.queue = queue
+        self._known: dict[tuple[str, str], tuple[str, Found]] = {}
+
+    def lookup(self, names: list[tuple[str, str]]) -> dict[tuple[str, str], Found]:
+        digests = pgtypes.fingerprints(self.conn, names, self.queue)
+        found: dict[tuple[str, str], Found] = {}
+        for name in names:
+            digest = digests.get(name)
+            known = self._known.get(name)
+            if digest is not None and known is not None and known[0] == digest:
+                found[name] = known[1]
+                continue
+            self._known.pop(name, None)
+            try:
+                columns = pgtypes.keyed_columns(self.conn, *name, self.queue)
+                fill = schema_drift.fill_of(self.conn, *name)
+            except psycopg.OperationalError:
+                raise
+            except Exception as exc:  # classified by the table's task (cdc.failures)
+                found[name] = Found(error=exc)
+                continue
+            found[name] = Found(columns, fill)
+            if digest is not None:
+                # read after the digest: a change in between shows as a new digest next time
+                self._known[name] = (digest, found[name])
+        return found
+
+
+@dataclass
+class Outcome:
+    """What one table's task did."""
+
+    decoded: decode.Decoded | None = None
+    bad: DataFrame | None = None  # its bad events (in the task's session), when any
+    failure: str | None = None  # why it cannot be applied (it becomes failing)
+    timings: dict[str, float] = field(default_factory=dict)
+    seconds: float | None = None
+
+
+def worker_conf(spark: SparkSession) -> dict[str, str]:
+    """Settings of the worker sessions: on a local master, Delta rebuilds a table's state
+    from its log in as many tasks as there are cores (its default, 50, is for clusters: on
+    two cores a commit's state rebuild costs a third more), unless the session sets it."""
+    if spark.conf.get(SNAPSHOT_PARTITIONS, None) or not spark.sparkContext.master.startswith(
+        "local"
+    ):
+        return {}
+    return {SNAPSHOT_PARTITIONS: str(max(1, spark.sparkContext.defaultParallelism))}
+
+
 class BatchApplier:
     """Applies batches to one pipeline's targets, on one Spark session and one connection."""
 
-    def __init__(self, pipeline: Pipeline, spark: SparkSession, conn: psycopg.Connection) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        conn: psycopg.Connection,
+        workers: int = WORKERS,
+    ) -> None:
         self.pipeline = pipeline
         self.spark = spark
         self.conn = conn
         self.names = source_module.TableNames({t.source: t.source for t in pipeline.tables}, {})
         self.incarnation = source_module.incarnation(conn, pipeline.source)
         self._current_ids: set[str] = set()  # targets holding a commit under the current appId
+        self.marks = failing.Cache(pipeline.table(pipeline.failing_table))
+        self.sources = SourceColumns(conn, pipeline.source.capture_queue)
+        self.pool = SessionPool(spark, workers, worker_conf(spark))
+        self._committed = 0  # tables committed in this batch (the stage "committed:<n>")
+        # the drain's own setting (spark-submit --conf), kept for big batches
+        self._materialize = spark.conf.get(MATERIALIZE_SOURCE, "auto") or "auto"
+        self._count_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.pool.close()
 
     def catalog_name(self, table: TableMap) -> tuple[str, str]:
         """(schema, table) of the source in the catalog now: its configured name, or the new
         name of a table renamed since (source.table_names)."""
         return self.names.current.get(table.source, (table.schema, table.name))
-
-    def columns(self, table: TableMap) -> list[pgtypes.Column]:
-        queue = self.pipeline.source.capture_queue
-        return pgtypes.keyed_columns(self.conn, *self.catalog_name(table), queue)
 
     def _target(self, target: str, batch: Batch) -> tuple[TableRef, Commit]:
         """A target's table, and the identity of this batch's write to it."""
@@ -112,48 +220,61 @@ class BatchApplier:
     def apply(
         self, batch: Batch, events: BatchEvents, stats: BatchStats, stage: Callable[[str], None]
     ) -> None:
-        """Applies each table; a table whose data or schema cannot be applied (not an
-        infrastructure failure, which stops the batch) is marked failing and its events go to
-        the quarantine, and so do the events of tables marked failing earlier."""
-        decoded_tables: list[decode.Decoded] = []
+        """Applies each table the batch touches, concurrently; a table whose data or schema
+        cannot be applied (not an infrastructure failure, which stops the batch) is marked
+        failing and its events go to the quarantine, and so do the events of tables marked
+        failing earlier."""
         bad: list[DataFrame] = []
         if events.strays is not None:
             strays = decode.with_op_and_map(events.strays).withColumn(
                 "reason", F.lit("table not in the configuration")
             )
             bad.append(strays)
-        marks = failing.read(self.spark, self.pipeline.table(self.pipeline.failing_table))
-        newly: dict[str, tuple[str, str]] = {}
+        marks = self.marks.current(self.spark)
+        todo: list[TableMap] = []
         for table in self.pipeline.tables:
             stats.per_table[table.target] = events.counts.get(table.source, 0)
             if table.target in marks:
                 stats.failing[table.target] = marks[table.target].reason
-                continue
-            if self._done_before(table.target, batch):
-                continue
-            kept = len(bad)
-            try:
-                self._apply_table(table, batch, events, stats, stage, decoded_tables, bad)
-            except Exception as exc:
-                failure = failures.classify(exc, self.pipeline.target_path)
-                if failure.kind != failures.TABLE:
-                    raise
-                del bad[kept:]
+            elif table.source in events.tables:
+                todo.append(table)
+        started = time.monotonic()
+        found = self.sources.lookup(sorted({self.catalog_name(t) for t in todo}))
+        add_time(stats.phases, "catalog", started)
+        self._committed = 0
+        tasks = [
+            (t.target, partial(self._apply_table, t, batch, events, found, stage)) for t in todo
+        ]
+        outcomes = self.pool.run(tasks)
+        newly: dict[str, tuple[str, str]] = {}
+        decoded_tables: list[decode.Decoded] = []
+        for table in todo:
+            out = outcomes[table.target]
+            for phase, seconds in out.timings.items():
+                stats.phases[phase] = stats.phases.get(phase, 0.0) + seconds
+            if out.seconds is not None:
+                stats.seconds[table.target] = out.seconds
+            if out.decoded is not None:
+                decoded_tables.append(out.decoded)
+            if out.failure is not None:
                 log.error(
                     "target %s is failing from tick %d on, its events go to the quarantine"
                     " until `cdc resync %s`: %s",
-                    table.target, batch.tick_id, table.source, failure.message,
-                    exc_info=log.isEnabledFor(logging.DEBUG),
+                    table.target, batch.tick_id, table.source, out.failure,
                 )  # fmt: skip
-                newly[table.target] = (table.source, failure.message)
-                stats.failing[table.target] = failure.message
-        bad.extend(self._failing_events(events, marks, newly))
-        failing.mark(self.spark, *self._target(self.pipeline.failing_table, batch), newly)
-        started = time.monotonic()
-        stats.quarantined = self._quarantine(batch, bad)
-        stats.seconds["quarantine"] = time.monotonic() - started
-        for done in decoded_tables:
-            done.release()
+                newly[table.target] = (table.source, out.failure)
+                stats.failing[table.target] = out.failure
+            elif out.bad is not None:
+                bad.append(in_session(out.bad, self.spark))
+        try:
+            bad.extend(self._failing_events(events, marks, newly))
+            failing.mark(self.spark, *self._target(self.pipeline.failing_table, batch), newly)
+            started = time.monotonic()
+            stats.quarantined = self._quarantine(batch, bad)
+            stats.seconds["quarantine"] = time.monotonic() - started
+        finally:
+            for done in decoded_tables:
+                done.release()
 
     def _failing_events(
         self,
@@ -187,37 +308,61 @@ class BatchApplier:
         table: TableMap,
         batch: Batch,
         events: BatchEvents,
-        stats: BatchStats,
+        found: dict[tuple[str, str], Found],
         stage: Callable[[str], None],
-        decoded_tables: list[decode.Decoded],
-        bad: list[DataFrame],
-    ) -> None:
-        """One table's part of the batch: decoded, folded and written to its target."""
+        spark: SparkSession,
+    ) -> Outcome:
+        """One table's part of the batch, on a worker's session: decoded, folded and written
+        to its target. Returns its failure when the table cannot be applied; raises an
+        infrastructure failure (it stops the batch)."""
         started = time.monotonic()
+        out = Outcome()
+        if self._done_before(table.target, batch):
+            return out
         ref, commit = self._target(table.target, batch)
         kind = registry.kind(table.mode)
-        # the target follows the source's schema where it can; drift says how events are written
-        drift = schema_drift.reconcile(
-            self.spark, self.conn, ref, self.catalog_name(table), self.columns(table), kind
-        )
-        columns = drift.columns
-        stats.per_table[table.target] = events.counts.get(table.source, 0)
-        if table.source not in events.tables:
-            return
-        decoded = decode.decode_table(
-            events.tables[table.source], columns, events.formats[table.source], drift
-        )
-        decoded_tables.append(decoded)
-        facts = decoded.facts(columns)  # decodes, into the cache
-        add_time(stats.phases, "decode", started)
+        name = self.catalog_name(table)
+        try:
+            columns, fill = found[name].get()
+            # the target follows the source's schema where it can; drift says how events
+            # are written
+            drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
+            columns = drift.columns
+            frame = in_session(events.tables[table.source], spark)
+            small = (
+                events.cached is None
+                and events.counts.get(table.source, 0) <= SMALL_EVENTS
+                and self._materialize == "auto"
+            )
+            out.decoded = decode.decode_table(
+                frame, columns, events.formats[table.source], drift, cache=not small
+            )
+            facts = out.decoded.facts(columns)  # decodes, into the cache
+            add_time(out.timings, "decode", started)
+            rows = TableBatch(
+                out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings
+            )
+            # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
+            spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self._materialize)
+            write = partial(kind.apply, spark, ref, commit, rows)
+            delta_table.retry_conflicts(write, f"table {table.target}")
+        except Exception as exc:
+            failure = failures.classify(exc, self.pipeline.target_path)
+            if failure.kind != failures.TABLE:
+                raise
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("target %s cannot be applied", table.target, exc_info=exc)
+            out.failure = failure.message
+            return out
         if facts.bad:
-            bad.append(decoded.bad)
-        rows = TableBatch(decoded.rows, columns, facts.truncated_at, facts.key_range, stats.phases)
-        # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
-        write = partial(kind.apply, self.spark, ref, commit, rows)
-        delta_table.retry_conflicts(write, f"table {table.target}")
-        stats.seconds[table.target] = time.monotonic() - started
+            out.bad = out.decoded.bad
+        out.seconds = time.monotonic() - started
         stage("table:" + table.target)
+        with self._count_lock:
+            self._committed += 1
+            committed = self._committed
+        stage(f"committed:{committed}")
+        return out
 
     def _quarantine(self, batch: Batch, bad: list[DataFrame]) -> int:
         if not bad:

@@ -65,10 +65,12 @@ class Facts:
 class Decoded:
     rows: DataFrame  # meta(n) per META name, value(i) and present(i) per column
     bad: DataFrame  # the raw events, tick_id and reason
-    cached: DataFrame
+    cached: DataFrame  # the lean frame (cached unless decode_table was told not to)
+    is_cached: bool = True
 
     def release(self) -> None:
-        self.cached.unpersist()
+        if self.is_cached:
+            self.cached.unpersist()
 
     def facts(self, columns: list[Column]) -> Facts:
         """One pass over the decoded events (the first: it fills the cache)."""
@@ -219,8 +221,10 @@ def decode_table(
     columns: list[Column],
     batch_formats: Collection[str] = FORMATS,
     drift: Drift | None = None,
+    cache: bool = True,
 ) -> Decoded:
-    """The typed rows of one table's raw events, and its bad events, from one cached frame.
+    """The typed rows of one table's raw events, and its bad events, from one cached frame
+    (cache=False: not cached, for a small batch whose every read decodes again).
 
     Each value is decoded and cast once, into a lean cached frame: META, per column its
     typed value (``value(i)``) and whether the event carries it (``present(i)``), the reason
@@ -284,10 +288,11 @@ def decode_table(
             REASON,
             F.when(F.col(REASON).isNotNull(), raw).alias(RAW),
         )
-        .cache()
     )
+    if cache:
+        lean = lean.cache()
     rows = lean.where(F.col(REASON).isNull()).drop(REASON, RAW)
     bad = lean.where(F.col(REASON).isNotNull()).select(
         f"{RAW}.*", F.col(meta("tick_id")).alias("tick_id"), F.col(REASON).alias("reason")
     )
-    return Decoded(rows, bad, lean)
+    return Decoded(rows, bad, lean, cache)

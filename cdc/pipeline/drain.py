@@ -2,10 +2,11 @@
 
 Per batch (taken with the one consumer client, cdc.pg.consumer): read the events
 (cdc.pipeline.reader: COPY into Arrow, or Spark JDBC for a large batch), decode them per
-table in Spark, fold and MERGE each configured table (or append, in history mode), send bad
-events to the quarantine table, and only then finish the batch. Every Delta write is marked
-with appId = queue/consumer/target and version = the batch's end tick, so a batch redone
-after a crash skips the tables it had committed.
+table in Spark, fold and MERGE each table the batch touches (or append, in history mode),
+several tables at once (cdc.pipeline.apply, ``--workers``), send bad events to the
+quarantine table, and only then, once every table's commit is done, finish the batch.
+Every Delta write is marked with appId = queue/consumer/target and version = the batch's
+end tick, so a batch redone after a crash skips the tables it had committed.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from cdc.config import Pipeline, add_config_argument
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
 from cdc.pg.queue import Batch
-from cdc.pipeline.apply import BatchApplier, BatchStats
+from cdc.pipeline.apply import WORKERS, BatchApplier, BatchStats
 from cdc.pipeline.reader import BatchEvents, BatchReader
 
 log = logging.getLogger("cdc.drain")
 
 # The stage at which a drain kills itself (SIGKILL): "read", "table:<target>" (after that
-# table's commit), "merged" (every table committed, batch not finished), "finished".
+# table's commit), "committed:<n>" (after the batch's n-th table commit, others may be
+# committing meanwhile), "merged" (every table committed, batch not finished), "finished".
 KILL_AT_ENV = "CDC_DRAIN_KILL_AT"
 
 FOLLOW_POLL = 0.2  # seconds between looks for new events, when the drain ticks itself
@@ -40,7 +42,13 @@ FOLLOW_POLL = 0.2  # seconds between looks for new events, when the drain ticks 
 class Drain:
     """One pipeline's drain, on one Spark session and one PostgreSQL connection."""
 
-    def __init__(self, pipeline: Pipeline, spark: SparkSession, tick: bool = True) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        tick: bool = True,
+        workers: int = WORKERS,
+    ) -> None:
         self.pipeline = pipeline
         self.spark = spark
         self.tick_first = tick
@@ -53,9 +61,10 @@ class Drain:
         self.reader = BatchReader(spark, pipeline.source)
         self.stopping = threading.Event()
         self.consumer.register()
-        self.applier = BatchApplier(pipeline, spark, self.conn)
+        self.applier = BatchApplier(pipeline, spark, self.conn, workers)
 
     def close(self) -> None:
+        self.applier.close()
         self.conn.close()
 
     def __enter__(self) -> Drain:
@@ -192,7 +201,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-tick", action="store_true", help="do not tick the queue (a ticker daemon does)"
     )
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=WORKERS,
+        metavar="N",
+        help=f"tables of a batch applied at once, each its own Delta commit (default {WORKERS})",
+    )
     parser.set_defaults(mode="until-caught-up")
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--workers: a whole number of 1 or more, not {text!r}")
+    return value
 
 
 def serve_metrics(pipeline: Pipeline) -> Callable[[BatchStats], None]:

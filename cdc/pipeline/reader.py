@@ -9,7 +9,9 @@ reach) is read with COPY on the driver (``cdc.pg.batch.Batch.arrow``) and split 
 Either way the result is the same ``BatchEvents``: counts per configured source (a renamed
 table's earlier names count for it, ``cdc.pg.source.table_names``), a frame per configured
 source that has events, the events of tables not in the configuration, and per source the
-capture formats of its row events. Every frame carries the batch's ``tick_id``.
+capture formats of its row events. Every frame carries the batch's ``tick_id``. Snapshot
+signals (ev_type ``cdc.snapshot``) are never data: they are split out into
+``BatchEvents.signals`` and counted nowhere else.
 
 A new way of reading batches goes here: one more ``_read_*`` method and its rule in
 ``BatchReader.read``.
@@ -18,7 +20,7 @@ A new way of reading batches goes here: one more ``_read_*`` method and its rule
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +37,8 @@ __all__ = ["BatchEvents", "BatchReader"]
 
 log = logging.getLogger("cdc.drain")
 
+SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch, not applied
+
 
 @dataclass
 class BatchEvents:
@@ -46,6 +50,8 @@ class BatchEvents:
     strays: DataFrame | None
     formats: dict[str, set[str]]  # per table, the formats of its row events
     cached: DataFrame | None = None
+    # the snapshot signals (ev_type SIGNAL): (ev_extra1, ev_data) in event order; never data
+    signals: list[tuple[str | None, str | None]] = field(default_factory=list)
 
     def release(self) -> None:
         if self.cached is not None:
@@ -63,12 +69,13 @@ class BatchReader:
         """The batch's events, split by source table: by COPY into Arrow (split there), or,
         for a large batch, by Spark JDBC (cached, split in Spark)."""
         src = self.source
-        jdbc = jdbc_url(src.dsn)
         if batch.events_upper_bound >= src.jdbc_min_events:
+            jdbc = jdbc_url(src.dsn)  # libpq's own settings (cdc.pg.jdbc): one short connection
             if jdbc is not None:
                 return self._read_jdbc(batch, names, *jdbc)
             log.warning(
-                "batch %d is large but the DSN names a unix socket: read with COPY", batch.batch_id
+                "batch %d is large but JDBC cannot follow the DSN (a unix socket): read with COPY",
+                batch.batch_id,
             )
         return self._read_copy(batch, names)
 
@@ -76,6 +83,18 @@ class BatchReader:
         """The batch with COPY into one Arrow table, split by table in Arrow."""
         known = set(names.events)
         table = pa.Table.from_batches(list(batch.arrow()), schema=EVENT_SCHEMA)
+        is_signal = pc.fill_null(pc.equal(table.column("ev_type"), SIGNAL), False)
+        signals: list[tuple[str | None, str | None]] = []
+        if pc.any(is_signal).as_py():
+            found = table.filter(is_signal).sort_by("ev_id")
+            signals = list(
+                zip(
+                    found.column("ev_extra1").to_pylist(),
+                    found.column("ev_data").to_pylist(),
+                    strict=True,
+                )
+            )
+            table = table.filter(pc.invert(is_signal))
         column = table.column("ev_extra1")
         counts: dict[str | None, int] = {
             row["values"]: row["counts"] for row in pc.value_counts(column).to_pylist()
@@ -97,7 +116,7 @@ class BatchReader:
             rows = table.filter(pc.fill_null(pc.is_in(column, aliases), False))
             formats[source] = capture_formats.formats_of(rows.column("ev_type"))
             tables[source] = frame(rows)
-        return BatchEvents(by_source(names, counts), tables, strays, formats)
+        return BatchEvents(by_source(names, counts), tables, strays, formats, signals=signals)
 
     def _read_jdbc(
         self, batch: Batch, names: TableNames, url: str, props: dict[str, str]
@@ -116,15 +135,26 @@ class BatchReader:
             *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
         )
         frame = frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long")).cache()
+        cached = frame
+        is_signal = F.coalesce(F.col("ev_type") == SIGNAL, F.lit(False))
         facts = (
             frame.groupBy("ev_extra1")
-            .agg(F.count("*").alias("n"), *capture_formats.format_flags())
+            .agg(
+                F.count("*").alias("n"),
+                F.count(F.when(is_signal, 1)).alias("signals"),
+                *capture_formats.format_flags(),
+            )
             .collect()
         )
-        counts = {row.ev_extra1: row.n for row in facts}
+        signals: list[tuple[str | None, str | None]] = []
+        if any(row.signals for row in facts):
+            found = frame.where(is_signal).orderBy("ev_id").select("ev_extra1", "ev_data")
+            signals = [(row.ev_extra1, row.ev_data) for row in found.collect()]
+            frame = frame.where(~is_signal)
+        counts = {row.ev_extra1: row.n - row.signals for row in facts if row.n > row.signals}
         formats: dict[str, set[str]] = {}
         for row in facts:
-            if row.ev_extra1 in known:
+            if row.ev_extra1 in known and row.n > row.signals:
                 source = names.events[row.ev_extra1]
                 formats.setdefault(source, set()).update(f for f in capture_formats.NAMES if row[f])
         tables = {
@@ -137,7 +167,7 @@ class BatchReader:
             strays = frame.where(
                 ~F.col("ev_extra1").isin(*sorted(known)) | F.col("ev_extra1").isNull()
             )
-        return BatchEvents(counts, tables, strays, formats, cached=frame)
+        return BatchEvents(counts, tables, strays, formats, cached=cached, signals=signals)
 
 
 def by_source(names: TableNames, counts: dict[str | None, int]) -> dict[str | None, int]:

@@ -14,7 +14,9 @@ names may hold spaces and punctuation).
 from __future__ import annotations
 
 import logging
+import os
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -32,6 +34,7 @@ __all__ = [
     "exists",
     "files",
     "is_concurrent_conflict",
+    "local_log_head",
     "merge",
     "optimize",
     "overwrite",
@@ -229,6 +232,29 @@ def merge(
     source.createOrReplaceTempView(MERGE_SOURCE)
     with _committing(spark, commit):
         spark.sql(f"merge into {ref.sql_name} t using {MERGE_SOURCE} s on {on} {clauses}")
+
+
+def local_log_head(ref: TableRef) -> int | None:
+    """The latest version of a table on a local path, from its log's file names only (no
+    JVM, no log parsing: Delta never removes the latest commit file): -1 when it has no
+    log. None when this cannot be told so (a catalog table, a remote path)."""
+    if not ref.is_path:
+        return None
+    location = ref.location
+    if "://" in location or location.startswith("file:"):
+        if not location.startswith("file:"):
+            return None
+        location = urllib.parse.urlparse(location).path
+    try:
+        names = os.listdir(os.path.join(location, "_delta_log"))
+    except FileNotFoundError:
+        return -1
+    except OSError:
+        return None
+    versions = [
+        int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()
+    ]
+    return max(versions, default=-1)
 
 
 def version(spark: SparkSession, ref: TableRef) -> int:

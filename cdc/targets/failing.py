@@ -61,6 +61,25 @@ def read(spark: SparkSession, ref: TableRef) -> dict[str, Mark]:
     return current([row.asDict() for row in delta_table.read(spark, ref).collect()])
 
 
+class Cache:
+    """The failing marks as one drain knows them: read once, and again only when the marks
+    table's log moved since (``cdc resync`` cleared a mark, this drain added one), or on
+    every call when that cannot be told cheaply (a catalog table, a remote path:
+    ``delta_table.local_log_head``)."""
+
+    def __init__(self, ref: TableRef) -> None:
+        self.ref = ref
+        self._head: int | None = None
+        self._marks: dict[str, Mark] | None = None
+
+    def current(self, spark: SparkSession) -> dict[str, Mark]:
+        head = delta_table.local_log_head(self.ref)
+        if self._marks is None or head is None or head != self._head:
+            self._marks = read(spark, self.ref)
+            self._head = head
+        return dict(self._marks)
+
+
 def read_local(ref: TableRef) -> dict[str, Mark]:
     """The failing targets, read with delta-rs (no JVM; a path location only)."""
     table = delta_table.LocalTable.open(ref)

@@ -3,8 +3,9 @@
 A batch's events of the table are folded to one action per key (cdc.targets.fold) and
 MERGEd into the target, with a literal range of the first key column that prunes files; a
 batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE.
-Both are one commit marked with the batch's Commit. A snapshot overwrites it with the
-source's rows; maintenance orders its files by the first key column (the pruning range's).
+Both are one commit marked with the batch's Commit. A snapshot writes the source's rows
+in chunks (``upsert``: whole rows, never a delete), ``cdc resync`` overwrites them;
+maintenance orders its files by the first key column (the pruning range's).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from cdc.targets.table import Commit, TableRef, quote
 __all__ = ["Mirror", "after_last_truncate"]
 
 PRUNABLE = ("short", "int", "long", "string", "date")
+SNAPSHOT_SOURCE = "cdc_snapshot_chunk"  # the view a snapshot chunk's MERGE reads, as ``s``
 
 
 def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFrame:
@@ -107,3 +109,45 @@ class Mirror(TargetKind):
     ) -> None:
         self.ensure(spark, ref, columns)
         delta_table.overwrite(rows, ref)
+
+    def upsert(
+        self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
+    ) -> None:
+        """Writes snapshot rows (columns named as the source's) as whole rows, in one MERGE
+        with no commit identity: a key the target holds gets every column of the row, a key
+        it lacks is inserted, nothing is deleted (a chunk of a chunked snapshot,
+        cdc.pipeline.snapshot). Pruned by the rows' first key range, in Spark's order.
+        Creates the target (or adds the columns it lacks) first."""
+        schema = self.ensure(spark, ref, columns)
+        source = rows.select(
+            *[F.col(quote(c.name)).alias(value(i)) for i, c in enumerate(columns)],
+            *[
+                fold.norm_numeric(F.col(quote(c.name))).alias(fold.match_key(i))
+                for i, c in enumerate(columns)
+                if c.is_key and fold.is_numeric_text(c)
+            ],
+        )
+        first = next(i for i, c in enumerate(columns) if c.is_key)
+        bound = F.col(value(first))
+        if fold.is_numeric_text(columns[first]):
+            bound = F.col(fold.match_key(first))
+        low, high = source.agg(F.min(bound).cast("string"), F.max(bound).cast("string")).first()
+        keys = []
+        for i, c in enumerate(columns):
+            if c.is_key:
+                target = f"t.{quote(c.name)}"
+                if fold.is_numeric_text(c):
+                    keys.append(f"{fold.norm_numeric_sql(target)} = s.{fold.match_key(i)}")
+                else:
+                    keys.append(f"{target} = s.{value(i)}")
+        key_range = None if low is None or high is None else (low, high)
+        on = " and ".join(keys) + _pruning(columns, key_range)
+        names = [quote(n) for n, _ in schema]
+        sets = ", ".join(f"{n} = s.{value(i)}" for i, n in enumerate(names))
+        values = ", ".join(f"s.{value(i)}" for i in range(len(names)))
+        clauses = (
+            f"when matched then update set {sets}"
+            f" when not matched then insert ({', '.join(names)}) values ({values})"
+        )
+        source.createOrReplaceTempView(SNAPSHOT_SOURCE)
+        spark.sql(f"merge into {ref.sql_name} t using {SNAPSHOT_SOURCE} s on {on} {clauses}")

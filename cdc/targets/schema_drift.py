@@ -187,15 +187,17 @@ def fill_of(conn: psycopg.Connection, schema: str, table: str) -> Fill:
 
 def reconcile(
     spark: SparkSession,
-    conn: psycopg.Connection,
+    conn: psycopg.Connection | None,
     target: TableRef,
     source: tuple[str, str],
     columns: list[Column],
     kind: TargetKind,
+    fill: Fill | None = None,
 ) -> Drift:
     """Brings the target's schema in line with the source's columns where that is lossless,
     and says how this batch's events are written (see the module docstring). Raises
-    TableUnappliable when the target cannot follow the source."""
+    TableUnappliable when the target cannot follow the source. fill: the source's, read
+    before (``fill_of``); without it, read here with conn."""
     name = f"{source[0]}.{source[1]}"
     clash = case_clash(columns)
     if clash:
@@ -205,7 +207,11 @@ def reconcile(
             " case-insensitive: rename one of them in the source, or leave all but one out"
             " of the capture (cdc attach --ignore), then resync the table",
         )
-    fill = fill_of(conn, *source) if kind.holds_rows else Fill()
+    if not kind.holds_rows:
+        fill = Fill()
+    elif fill is None:
+        assert conn is not None, "reconcile needs a connection or the fill"
+        fill = fill_of(conn, *source)
     if not delta_table.exists(spark, target):
         kind.ensure(spark, target, columns)
         return Drift(columns, missing=_missing(columns, fill))

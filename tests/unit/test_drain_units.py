@@ -214,15 +214,6 @@ def test_jdbc_slices_cover_every_ev_id():
     assert jdbc_slices(_info(first_seq=5, last_seq=5), 2) == [(None, 6), (6, None)]
 
 
-def test_jdbc_url_from_a_dsn():
-    from cdc.pg.source import jdbc_url
-
-    url, props = jdbc_url("host=db.example port=6543 dbname=shop user=u password=p")
-    assert url == "jdbc:postgresql://db.example:6543/shop"
-    assert props == {"driver": "org.postgresql.Driver", "user": "u", "password": "p"}
-    assert jdbc_url("host=/var/run/postgresql dbname=shop") is None
-
-
 def test_the_example_configuration_is_valid():
     pipe = config.load(Path(__file__).parents[2] / "conf" / "pipeline.toml")
     assert [t.mode for t in pipe.tables] == ["mirror", "history", "mirror"]
