@@ -28,6 +28,8 @@ from cdc.pg.consumer import Consumer
 from cdc.pg.queue import Batch
 from cdc.pipeline.apply import WORKERS, BatchApplier, BatchStats
 from cdc.pipeline.reader import BatchEvents, BatchReader
+from cdc.pipeline.snapshot_runner import SnapshotRunner
+from cdc.pipeline.tables import TableResolver
 
 log = logging.getLogger("cdc.drain")
 
@@ -37,6 +39,7 @@ log = logging.getLogger("cdc.drain")
 KILL_AT_ENV = "CDC_DRAIN_KILL_AT"
 
 FOLLOW_POLL = 0.2  # seconds between looks for new events, when the drain ticks itself
+SNAPSHOT_STEP = 2.0  # seconds of snapshot chunks between two batches (at least one chunk)
 
 
 class Drain:
@@ -62,6 +65,11 @@ class Drain:
         self.stopping = threading.Event()
         self.consumer.register()
         self.applier = BatchApplier(pipeline, spark, self.conn, workers)
+        # tables that pattern rules match, listed again before each batch (cdc.pipeline.tables)
+        self.resolver = TableResolver(pipeline, self.conn)
+        # chunked snapshots asked for by signal events, run between batches
+        self.snapshots = SnapshotRunner(pipeline, spark, self.conn)
+        self.last_tick: int | None = None  # the end tick of the last batch this run applied
 
     def close(self) -> None:
         self.applier.close()
@@ -74,6 +82,13 @@ class Drain:
         self.close()
 
     # ------------------------------------------------------------------ per batch
+
+    def refresh_tables(self) -> None:
+        """The pipeline with the tables its rules match now: a table created since the last
+        batch is replicated from this batch on, without a restart."""
+        pipeline = self.resolver.current()
+        if pipeline is not self.pipeline:
+            self.pipeline = self.applier.pipeline = self.snapshots.pipeline = pipeline
 
     def read(self, batch: Batch) -> BatchEvents:
         """The batch's events, split by source table (cdc.pipeline.reader), the names of
@@ -94,6 +109,7 @@ class Drain:
                 on_stage(name)
 
         started = time.monotonic()
+        self.refresh_tables()
         self.applier.incarnation = source_module.incarnation(self.conn, self.pipeline.source)
         events = self.read(batch)
         stats.seconds["read"] = time.monotonic() - started
@@ -103,12 +119,30 @@ class Drain:
             self.applier.apply(batch, events, stats, stage)
         finally:
             events.release()
+        # registered before the batch is finished: a batch done again registers nothing twice
+        self.snapshots.on_signals(events.signals, batch.tick_id)
         stage("merged")
         started = time.monotonic()
         batch.finish()
         stats.seconds["finish"] = time.monotonic() - started
         stage("finished")
+        self.last_tick = batch.tick_id
+        self.snapshots.after_batch(batch)
         return stats
+
+    def snapshot_step(self) -> bool:
+        """Chunks of the running snapshots (the drain lock held: every chunk's snapshot is
+        after the last applied batch). Returns whether to go on at once: chunks remain, or
+        the copy just ended and a tick was taken, whose batch marks the snapshot done."""
+        if not self.snapshots.busy:
+            return False
+        self.refresh_tables()
+        if self.snapshots.step(self.last_tick, SNAPSHOT_STEP):
+            return True
+        if self.tick_first:
+            self.consumer.tick()
+            return True
+        return False
 
     # ------------------------------------------------------------------ runs
 
@@ -131,7 +165,10 @@ class Drain:
             with source_module.drain_lock(self.conn, self.pipeline.source, "drain"):
                 batch = self._next_batch(one_tick=stop_at_tick is not None)
                 stats = self.apply(batch) if batch is not None else None
+                copying = self.snapshot_step()
             if stats is None:
+                if copying:
+                    continue
                 if mode != "follow":
                     break
                 # ticking itself, the drain looks for new events often (a cheap query);
