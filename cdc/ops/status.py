@@ -23,7 +23,7 @@ from psycopg.rows import dict_row
 
 from cdc.config import Pipeline
 from cdc.pg import source
-from cdc.targets import failing
+from cdc.targets import failing, snapshots
 from cdc.targets.delta_table import LocalTable
 from cdc.targets.table import TableRef, app_id, legacy_app_id
 
@@ -74,6 +74,9 @@ class TableState:
     failing: bool = False  # its events go to the quarantine until `cdc resync`
     failing_reason: str | None = None
     failing_since_tick: int | None = None
+    snapshot: str | None = None  # running, copied, done or failed (cdc.targets.snapshots)
+    snapshot_rows: int | None = None  # rows copied so far
+    snapshot_reason: str | None = None  # why it failed
 
 
 @dataclass
@@ -172,6 +175,7 @@ def collect(pipeline: Pipeline) -> Status:
         incarnation = source.incarnation(conn, src)
     quarantined = _quarantine_counts(pipeline.table(pipeline.quarantine))
     marks = failing.read_local(pipeline.table(pipeline.failing_table))
+    copies = snapshots.read_local(pipeline.table(snapshots.table_name(pipeline.quarantine)))
     status = Status(queue, consumer)
     for t in pipeline.tables:
         ref = pipeline.table(t.target)
@@ -191,6 +195,10 @@ def collect(pipeline: Pipeline) -> Status:
             state.failing = True
             state.failing_reason = mark.reason
             state.failing_since_tick = mark.tick_id
+        copy = copies.get(t.target)
+        if copy is not None:
+            state.snapshot, state.snapshot_rows = copy.state, copy.rows
+            state.snapshot_reason = copy.reason
         status.tables.append(state)
     known = {t.source for t in pipeline.tables}
     status.quarantined_other = sum(n for k, n in quarantined.items() if k not in known)
@@ -223,7 +231,8 @@ def render(status: Status) -> str:
             f" seen {_fmt(c.last_seen_s, ' s')} ago, dead letters {_fmt(c.dead_letters)}"
         )
     header = (
-        "source", "target", "mode", "state", "last tick", "version", "rows", "quarantined", "dead"
+        "source", "target", "mode", "state", "snapshot", "last tick", "version", "rows",
+        "quarantined", "dead",
     )  # fmt: skip
     rows = [
         (
@@ -231,6 +240,7 @@ def render(status: Status) -> str:
             t.target,
             t.mode,
             "FAILING" if t.failing else "ok",
+            _snapshot(t),
             _fmt(t.last_tick),
             _fmt(t.delta_version),
             _fmt(t.rows) if t.exists else "(no table yet)",
@@ -249,7 +259,22 @@ def render(status: Status) -> str:
             f"FAILING {t.target} since tick {_fmt(t.failing_since_tick)}: {t.failing_reason}"
             f" (its events go to the quarantine; fix the cause, then `cdc resync {t.source}`)"
         )
+    for t in status.tables:
+        if t.snapshot == snapshots.FAILED:
+            lines.append(
+                f"SNAPSHOT FAILED {t.target} after {_fmt(t.snapshot_rows)} row(s):"
+                f" {t.snapshot_reason} (fix the cause, then `cdc snapshot {t.source} --restart`)"
+            )
     return "\n".join(lines)
+
+
+def _snapshot(t: TableState) -> str:
+    """The snapshot column: none, or its state with the rows copied while it runs."""
+    if t.snapshot is None:
+        return "-"
+    if t.snapshot in (snapshots.RUNNING, snapshots.COPIED):
+        return f"{t.snapshot} ({_fmt(t.snapshot_rows)} rows)"
+    return t.snapshot.upper() if t.snapshot == snapshots.FAILED else t.snapshot
 
 
 def to_json(status: Status) -> str:

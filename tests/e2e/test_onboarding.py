@@ -10,6 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from cdc.ops import status
 from cdc.pg import capture_rules, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Queue
@@ -74,6 +75,7 @@ def test_a_rule_onboards_existing_and_later_tables_with_their_rows(dsn, spark, t
             conn.execute("update customers set name = 'changed' where id <= 10")
             conn.execute("insert into late values (51, 'after')")
         drain.run()
+        resolved = drain.pipeline
     assert not (tmp_path / "audit_log").exists()
     assert not (tmp_path / "keyless").exists()
     for name in ("customers", "orders", "late"):
@@ -85,3 +87,11 @@ def test_a_rule_onboards_existing_and_later_tables_with_their_rows(dsn, spark, t
         "orders": snapshots.DONE,
         "late": snapshots.DONE,
     }
+    shown = status.collect(resolved)
+    assert {t.target: t.snapshot for t in shown.tables} == {
+        "customers": snapshots.DONE,
+        "orders": snapshots.DONE,
+        "late": snapshots.DONE,
+        "keyless": None,  # matched by the rule, never captured: no target, no snapshot
+    }
+    assert "done" in status.render(shown)
