@@ -81,7 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=list(formats.NAMES), default=default(CaptureOptions, "format")
     )
     sp.add_argument("--ignore", help="columns left out of events: c1,c2")
-    sp.add_argument("--pkey", help="key columns instead of the primary key: c1,c2")
+    sp.add_argument(
+        "--pkey",
+        help="key columns instead of the primary key (or, without one, the usable unique"
+        " index): c1,c2",
+    )
     sp.add_argument("--backup", action="store_true", help="old row in ev_extra2 on UPDATE")
     sp.add_argument("--when", help="boolean expression; false skips the event")
     sp.add_argument(
