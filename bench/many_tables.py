@@ -354,7 +354,45 @@ def main(argv: list[str] | None = None) -> int:
     report(facts)
     if args.json:
         write_json(args.json, facts)
+    if args.plot:
+        plot(facts, args.plot)
     return 0
+
+
+def plot(facts: dict[str, Any], path: Path) -> None:
+    """Seconds per batch against the tables it touches, beside the goals (3x one table at
+    20 tables, 10x at 100) and the line of tables applied one after the other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = facts["sizes"]
+    tables = [s["tables"] for s in sizes]
+    seconds = [s["seconds"] for s in sizes]
+    one = seconds[0] / tables[0]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.plot(tables, seconds, "o-", color="#4C72B0", label="measured")
+    ax.plot(
+        tables, [one * n for n in tables], ":", color="#8C8C8C", label="one table after the other"
+    )
+    goals = [(n, one * g) for n, g in ((1, 1), (20, 3), (100, 10)) if n <= tables[-1]]
+    ax.plot(*zip(*goals, strict=True), "s--", color="#55A868", label="goal (20: 3x, 100: 10x)")
+    for n, sec in zip(tables, seconds, strict=True):
+        ax.annotate(
+            f"{sec:.1f} s ({sec / seconds[0]:.1f}x)",
+            (n, sec),
+            textcoords="offset points",
+            xytext=(6, -4),
+            fontsize=8,
+        )
+    ax.set_xlabel("tables the batch touches (10 changed rows each)")
+    ax.set_ylabel("seconds per batch")
+    ax.set_title("One batch across many tables")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
