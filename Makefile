@@ -1,4 +1,4 @@
-.PHONY: demo test setup lint bench
+.PHONY: demo test setup lint bench wheel
 
 # Set up everything (venv, packages, jars), then replicate a small shop from an embedded
 # PostgreSQL into Delta tables under demo-output/ and check that they match.
@@ -12,6 +12,10 @@ test:
 
 setup:
 	scripts/setup.sh
+
+# The wheel to install on a cluster (docs/operations.md, "Running on a cluster"), in dist/.
+wheel:
+	.venv/bin/python -m pip wheel --no-deps -w dist .
 
 lint:
 	.venv/bin/ruff check .

@@ -29,14 +29,21 @@
     port = 9187                   # a --follow drain serves Prometheus metrics here
 
     [spark]                       # optional: Spark settings of the session (cdc.spark)
+    master = "local[4]"           # the setting spark.master (default local[2])
     "spark.driver.memory" = "4g"  # any Spark setting, by its full name; strings, numbers, booleans
     "spark.sql.shuffle.partitions" = 8
+    "spark.hadoop.fs.s3a.secret.key" = "${AWS_SECRET_ACCESS_KEY}"  # from the environment
 
-The ``[spark]`` settings go over the local session's defaults (cdc.spark.LOCAL_CONF). Under
-``spark-submit`` a setting the submitter gave (``--conf``, ``--driver-memory``) wins over the
-file's. ``spark.sql.warehouse.dir`` (where catalog-named targets keep their files) defaults to
-``_spark_warehouse`` under target.path when a target is a catalog name, else to a temporary
-folder: never a ``spark-warehouse`` folder in the working directory.
+The ``[spark]`` settings go over the local session's defaults (cdc.spark.LOCAL_CONF); a
+command's ``--conf NAME=VALUE`` goes over them. Under ``spark-submit`` a setting the submitter
+gave (``--conf``, ``--driver-memory``) wins over the file's. ``${NAME}`` in a value is the
+environment variable NAME, read when the session starts (cdc.spark.resolve_settings), so that
+credentials need not be written in the file; no message or log shows a value.
+``spark.sql.warehouse.dir`` defaults to ``_spark_warehouse`` under target.path when a target
+is a catalog name, else to a temporary folder: never a ``spark-warehouse`` folder in the
+working directory. A catalog-named target (``db.table``) keeps its files below
+``target.path/_spark_warehouse`` and is registered in Spark's catalog under its name
+(cdc.targets.catalog).
 
 A rule stands for the catalog tables it matches, resolved by ``cdc.pipeline.tables`` (explicit
 entries win: a table listed explicitly is never produced by a rule). ``Pipeline.tables`` holds
@@ -52,6 +59,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +74,8 @@ from cdc.targets.table import TableRef
 MODES = registry.MODES
 QUEUE_SCHEMAS = tuple(ENGINES)  # the queue engines (cdc.pg.engine)
 DSN_ENV = "CDC_DSN"  # the database when neither source.dsn nor --dsn names one
+# ${NAME} in a [spark] value: the environment variable NAME, read when the session starts
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -243,6 +253,9 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
     _unknown(target, "target", {"path", "quarantine"})
     target_path = _text(target, "target", "path")
     quarantine = _text(target, "target", "quarantine", default(Pipeline, "quarantine"))
+    problem = target_problem(quarantine)
+    if problem:
+        raise ConfigError(f"target.quarantine {problem}, not {quarantine!r}")
     maps, rules = _tables(data.get("tables"), quarantine)
     metrics_port = None
     if "metrics" in data:
@@ -288,10 +301,9 @@ def _tables(tables: Any, quarantine: str) -> tuple[tuple[TableMap, ...], tuple[T
             )
         schema, name = pattern.schema, pattern.table
         target_name = _text(entry, where, "target", name)
-        if target_problem(target_name):
-            raise ConfigError(
-                f"{where}.target must be a path below target.path, not {target_name!r}"
-            )
+        problem = target_problem(target_name)
+        if problem:
+            raise ConfigError(f"{where}.target {problem}, not {target_name!r}")
         maps.append(TableMap(f"{schema}.{name}", target_name, mode, schema, name))
     # one source may feed several targets (a mirror and a history), each target one source
     seen = [m.target for m in maps]
@@ -300,12 +312,20 @@ def _tables(tables: Any, quarantine: str) -> tuple[tuple[TableMap, ...], tuple[T
         raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
     if quarantine in {m.target for m in maps}:
         raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
-    if f"{quarantine}_failing" in {m.target for m in maps}:
-        raise ConfigError(
-            f"target {quarantine}_failing holds the failing marks of the tables: give the"
-            " table another target"
-        )
+    for suffix, what in RESERVED_SUFFIXES.items():
+        if f"{quarantine}{suffix}" in {m.target for m in maps}:
+            raise ConfigError(
+                f"target {quarantine}{suffix} holds {what}: give the table another target"
+            )
     return tuple(maps), tuple(rules)
+
+
+# the targets kept beside the quarantine, by the suffix of their names
+RESERVED_SUFFIXES = {
+    "_failing": "the failing marks of the tables",
+    "_resolved": "the quarantine's replayed and discarded events",
+    "_snapshots": "the progress of the snapshots",
+}
 
 
 def _rule(entry: dict[str, Any], where: str, pattern: TablePattern, mode: str) -> TableRule:
@@ -356,6 +376,8 @@ def _spark(section: dict[str, Any], prefix: str = "") -> tuple[tuple[str, str], 
         if isinstance(value, dict):
             pairs.extend(_spark(value, f"{name}."))
             continue
+        if name == "master":  # spark-submit's --master: the setting spark.master
+            name = "spark.master"
         if not name.startswith("spark."):
             raise ConfigError(
                 f"[spark] {name!r} is not a Spark setting: their names start with spark."
@@ -371,6 +393,11 @@ def _spark(section: dict[str, Any], prefix: str = "") -> tuple[tuple[str, str], 
             )
         if not text:
             raise ConfigError(f'[spark] "{name}" must not be empty')
+        if "${" in ENV_REFERENCE.sub("", text):  # the message never shows a value: a secret
+            raise ConfigError(
+                f'[spark] "{name}" holds a ${{ that is not a reference to an environment'
+                " variable: write ${NAME}, NAME of letters, digits and _"
+            )
         pairs.append((name, text))
     return tuple(pairs)
 

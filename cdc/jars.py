@@ -50,6 +50,11 @@ def artifacts() -> list[tuple[str, str, str]]:
     return [delta_artifact(), JDBC_ARTIFACT]
 
 
+def coordinates() -> str:
+    """The jars as spark-submit's ``--packages`` takes them (Maven coordinates, commas)."""
+    return ",".join(f"{g}:{a}:{v}" for g, a, v in artifacts())
+
+
 def default_dir() -> Path:
     """Where the jars go: $CDC_JARS_DIR, else ~/.cache/cdc-delta/jars/<delta version>."""
     explicit = os.environ.get("CDC_JARS_DIR")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cdc.globs import is_pattern
 from cdc.globs import matches as glob_matches
-from cdc.targets.table import TableRef
+from cdc.targets import catalog
 
 __all__ = [
     "TablePattern",
@@ -179,10 +179,10 @@ def target_problem(name: str) -> str | None:
     """Why a name cannot be a target (None when it can): it must stay below target.path."""
     if name.startswith("/") or ".." in Path(name).parts:
         return "must be a path below target.path"
-    return None
+    return catalog.name_problem(name) if catalog.is_name(name) else None
 
 
 def is_catalog_name(name: str) -> bool:
     """Whether a target name is a catalog table (``db.table``) rather than a path below
-    target.path (cdc.targets.table.TableRef decides)."""
-    return not TableRef.of("/", name).is_path
+    target.path (cdc.targets.catalog decides)."""
+    return catalog.is_name(name)

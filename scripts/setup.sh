@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares this checkout on a fresh machine: a virtual environment in .venv with the package
-# and its development tools; Java 17 and Maven when missing; the Delta and PostgreSQL JDBC
+# and its development tools, at the exact versions of constraints.txt; Java 17 and Maven when missing; the Delta and PostgreSQL JDBC
 # jars through Maven (`cdc jars`, into ~/.cache/cdc-delta/jars); and Debian's PostgreSQL 15
 # (a second major version for the tests, and the server PgQ's packages build against) when
 # apt-get is available.
@@ -12,7 +12,8 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev]'
+# the exact versions the tests run with (constraints.txt), within pyproject.toml's ranges
+.venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 
 PG15=/usr/lib/postgresql/15/bin
 if [ ! -x "$PG15/pg_ctl" ] || ! ls /usr/share/postgresql/15/extension/pgq.control >/dev/null 2>&1; then

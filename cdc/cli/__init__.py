@@ -1,7 +1,8 @@
 """The ``cdc`` command.
 
-Exit codes: 0 success, 1 an error the message explains (bad input, unknown queue, the
-database refused), 2 wrong usage.
+Exit codes (cdc.cli.exitcodes): 0 success, 1 an error the message explains (bad input,
+unknown queue, the database refused), 2 wrong usage, 3 unhealthy (status), 4 differs
+(verify). Logs: one format on stderr, ``-v`` / ``-q`` (cdc.logs).
 
 Layout: ``parser`` builds the whole command line in one place (every option, its default
 read from the module that owns it); the commands sit by group: ``queue`` (engine, queues,
@@ -13,14 +14,14 @@ jars). ``main`` runs one and turns every failure into one line on stderr.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import traceback
 from collections.abc import Sequence
 
 import psycopg
 
-from cdc import errors, failures
+from cdc import errors, failures, logs
+from cdc.cli import exitcodes
 from cdc.cli.parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -28,28 +29,25 @@ __all__ = ["build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.setup(logs.verbosity_of(args.verbose, args.quiet))
     try:
         return args.func(args)
     except errors.CdcError as exc:
         print(f"cdc: error: {exc}", file=sys.stderr)
-        return 1
+        return exitcodes.COULD_NOT_RUN
     except psycopg.Error as exc:
         _trace_if(args.verbose)
         translated = errors.translate(exc)
         if translated is exc:
             translated = failures.classify(exc).message
         print(f"cdc: error: {translated}", file=sys.stderr)
-        return 1
+        return exitcodes.COULD_NOT_RUN
     except Exception as exc:  # one line that names the cause; the trace only under -v
         _trace_if(args.verbose)
         print(f"cdc: error: {failures.classify(exc, _folder(args)).message}", file=sys.stderr)
         if not args.verbose:
             print("cdc: run with -v for the full trace", file=sys.stderr)
-        return 1
+        return exitcodes.COULD_NOT_RUN
 
 
 def _trace_if(verbose: bool) -> None:

@@ -10,6 +10,7 @@ import sys
 import psycopg
 
 from cdc import errors
+from cdc.cli import exitcodes
 from cdc.cli.common import dsn
 from cdc.pg import capture, capture_rules
 from cdc.pg.capture_rules import ATTACHED, CAPTURED, SKIPPED, WOULD_ATTACH, SyncRow
@@ -165,19 +166,46 @@ def _glob_part(part: str) -> str:
     return part
 
 
+CURRENT = "current"
+REFRESH = "refreshed at next write"  # stale, and the guard regenerates it before the next write
+STALE = "STALE"  # stale, and nothing will regenerate it
+
+
 def cmd_triggers(args: argparse.Namespace) -> int:
+    """Captured tables with the state of their triggers: current, refreshed at next write
+    (the table changed since the trigger was generated, and the guard trigger regenerates it
+    before the table's next INSERT / UPDATE / DELETE, in that statement's transaction), or
+    STALE (nothing will: attach it again). Exit UNHEALTHY (3) only for STALE."""
+    from cdc.ops import status
+
     with psycopg.connect(dsn(args)) as conn:
         rows = capture.captures(conn)
+        guarded = status.capture_guards(conn)
+    for r in rows:
+        if r["current"]:
+            r["state"] = CURRENT
+        elif guarded.get((r["table_name"], r["queue_name"])):
+            r["state"] = REFRESH
+        else:
+            r["state"] = STALE
     if args.json:
         print(json.dumps(rows, default=str, indent=2))
-        return 0
+        return exitcodes.UNHEALTHY if any(r["state"] == STALE for r in rows) else exitcodes.OK
     if not rows:
         print("no table is captured")
         return 0
-    width = max(len(r["table_name"]) for r in rows)
-    for r in rows:
-        state = "current" if r["current"] else "STALE: run cdc attach again"
-        opts = {k: v for k, v in r["options"].items() if k != "format"}
-        name = r["table_name"]
-        print(f"{name:<{width}}  {r['queue_name']}  {r['format']:<6}  {state}  {json.dumps(opts)}")
-    return 0 if all(r["current"] for r in rows) else 1
+    header = ("table", "queue", "format", "trigger", "options")
+    lines = [header] + [
+        (
+            r["table_name"],
+            r["queue_name"],
+            r["format"],
+            f"{STALE}: run cdc attach again" if r["state"] == STALE else r["state"],
+            json.dumps({k: v for k, v in r["options"].items() if k != "format"}),
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for line in lines:
+        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    return exitcodes.UNHEALTHY if any(r["state"] == STALE for r in rows) else exitcodes.OK

@@ -22,15 +22,38 @@ def dsn(args: argparse.Namespace) -> str:
     return found[0]
 
 
-def pipeline_and_spark(args: argparse.Namespace, app: str) -> tuple[Pipeline, SparkSession]:
+def pipeline_and_spark(
+    args: argparse.Namespace, app: str, check: str | None = None
+) -> tuple[Pipeline, SparkSession]:
     """The --config pipeline and the Spark session of a Spark command (loaded in that order:
-    a bad configuration fails before Spark starts)."""
+    a bad configuration fails before Spark starts). check: a command of
+    ``cdc.pg.privileges.check`` whose privileges are checked before Spark starts too."""
     from cdc import spark as spark_module
     from cdc.pipeline.tables import resolved
 
-    pipeline = resolved(config.load(args.config))  # pattern entries: the tables they match
-    session = spark_module.pipeline_session(pipeline, app)
-    # a failure reaches the user as one line (main); Spark's own logs of it (task failures
-    # with their Java traces, many lines) only with -v
-    session.sparkContext.setLogLevel("WARN" if args.verbose else "OFF")
+    loaded = config.load(args.config)
+    check_source(loaded, args.config)  # before the JVM: a wrong DSN fails in one line, at once
+    pipeline = resolved(loaded)  # pattern entries: the tables they match
+    if check:
+        from cdc.pg import privileges
+
+        privileges.check_pipeline(pipeline, check)
+    session = spark_module.pipeline_session(pipeline, app, getattr(args, "conf", None) or ())
+    # Spark's log levels (-v, -q) are set by the session factory (cdc.logs.quiet_spark)
     return pipeline, session
+
+
+def check_source(pipeline: Pipeline, where: str) -> None:
+    """Connects to the pipeline's source database once (before a Spark command starts a JVM);
+    a ConfigError in one line when it cannot, naming the file (never the DSN: it may hold a
+    password)."""
+    import psycopg
+
+    try:
+        psycopg.connect(pipeline.source.dsn, connect_timeout=15).close()
+    except psycopg.Error as exc:
+        detail = "; ".join(x.strip() for x in str(exc).strip().splitlines() if x.strip())
+        raise errors.ConfigError(
+            f"cannot connect to the source database (source.dsn of {where}, or ${config.DSN_ENV}):"
+            f" {detail[:400] or type(exc).__name__}"
+        ) from None

@@ -4,33 +4,48 @@ from __future__ import annotations
 
 import argparse
 
+from cdc import errors
+from cdc.cli import exitcodes
 from cdc.cli.common import pipeline_and_spark
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from prometheus_client import generate_latest
-
+    """The pipeline's status in one of three outputs; the same health and exit code in all:
+    UNHEALTHY (pending events older than --max-pending-age and no drain at work, a failing
+    table, a failed snapshot), else OK."""
     from cdc import config
     from cdc.ops import status
+    from cdc.pg import privileges
     from cdc.pipeline.tables import resolved
 
+    if args.max_pending_age <= 0:
+        raise errors.ConfigError(
+            f"--max-pending-age must be a positive number of seconds, not {args.max_pending_age:g}"
+        )
     pipeline = resolved(config.load(args.config))
-    state = status.collect(pipeline)
+    privileges.check_pipeline(pipeline, "status")
+    state = status.collect(pipeline, args.max_pending_age)
     if args.json:
         print(status.to_json(state))
     elif args.prometheus:
-        print(generate_latest(status.registry(pipeline)).decode(), end="")
+        print(status.to_prometheus(state), end="")
     else:
         print(status.render(state))
-    return 1 if state.queue.stalled or state.failing else 0
+    return exitcodes.UNHEALTHY if state.health.state == status.UNHEALTHY else exitcodes.OK
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from cdc.ops import query
 
+    query.check_format(args.format)  # before the JVM starts
     pipeline, session = pipeline_and_spark(args, "cdc-sql")
-    print(query.run(pipeline, session, args.query, args.limit, args.format))
-    return 0
+    if args.query is None:  # interactive: statements from the terminal or stdin
+        failed = query.interactive(pipeline, session, args.limit, args.format)
+        return exitcodes.COULD_NOT_RUN if failed else exitcodes.OK
+    text = query.run(pipeline, session, args.query, args.limit, args.format)
+    if text:
+        print(text)
+    return exitcodes.OK
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:

@@ -10,12 +10,15 @@ import argparse
 from collections.abc import Callable
 
 from cdc import __version__, formats
-from cdc.cli import capture, ops, pipeline, queue
+from cdc.cli import capture, ops, pipeline, quarantine, queue, roles, submit
 from cdc.config import add_config_argument, add_dsn_argument, default
+from cdc.jobs import JOBS
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.ticker import TickerSettings
+from cdc.spark import add_conf_argument
 
 DESCRIPTION = "The ``cdc`` command."
+SPARK_COMMANDS = ("drain", "snapshot", "resync", "verify", "sql", "maintain")  # take --conf
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -25,11 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
     here, not at import time, for their defaults and the drain's options."""
     from cdc import demo
     from cdc.ops import maintain
+    from cdc.ops.status import MAX_PENDING_AGE
     from cdc.pipeline import drain, snapshot, verify
 
     p = argparse.ArgumentParser(prog="cdc", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"cdc {__version__}")
-    p.add_argument("-v", "--verbose", action="store_true", help="log more")
+    # logging (cdc.logs): one format; -v and -q set how loud the project, libraries and Spark are
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more: the project's debug lines, Spark's warnings, the full trace of an"
+        " error; -vv: Spark's info lines too",
+    )
+    loud.add_argument("-q", "--quiet", action="store_true", help="log only warnings and errors")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, func: Command, help: str) -> argparse.ArgumentParser:
@@ -44,12 +58,36 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("uninstall", queue.cmd_uninstall, "remove the queue engine and its roles")
     add_dsn_argument(sp)
     sp.add_argument("--keep-roles", action="store_true", help="do not drop the cdc_* roles")
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="drop queues that have registered consumers without asking",
+    )
 
-    sp = add("queue", queue.cmd_queue, "create, drop or show a queue")
-    sp.add_argument("action", choices=["create", "drop", "info"])
+    sp = add("queue", queue.cmd_queue, "create, drop, show or configure a queue")
+    sp.add_argument("action", choices=["create", "drop", "info", "config"])
     sp.add_argument("name", help="queue name")
+    sp.add_argument(
+        "settings",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="config: settings to change (ticker_max_lag='5 seconds', max_retries=none, ...);"
+        " none: show them",
+    )
     add_dsn_argument(sp)
     sp.add_argument("--force", action="store_true", help="drop even with consumers")
+
+    sp = add("consumer", queue.cmd_consumer, "list, register or unregister a queue's consumers")
+    sp.add_argument("action", choices=["list", "register", "unregister"])
+    sp.add_argument("queue", help="queue name")
+    sp.add_argument("name", nargs="?", help="consumer name (register, unregister)")
+    sp.add_argument("--json", action="store_true", help="list: JSON output")
+    add_dsn_argument(sp)
+
+    # roles (cdc.cli.roles)
+    sp = add("grant", roles.cmd_grant, "give a role what it needs to drain, verify, write or admin")
+    roles.add_arguments(sp)
+    add_dsn_argument(sp)
 
     # capture (cdc.cli.capture)
     sp = add(
@@ -119,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_dsn_argument(sp)
 
     sp = add(
-        "triggers", capture.cmd_triggers, "list captured tables; exit 1 when any trigger is stale"
+        "triggers",
+        capture.cmd_triggers,
+        "list captured tables and the state of their triggers; exit 3 when one is stale and"
+        " nothing will refresh it",
     )
     sp.add_argument("--json", action="store_true", help="JSON output")
     add_dsn_argument(sp)
@@ -143,10 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add(
         "status",
         ops.cmd_status,
-        "queue, consumer and tables of a pipeline; exit 1 when the ticker is stalled or a table"
-        " is failing",
+        "health, queue, consumer and tables of a pipeline; exit 3 when unhealthy (pending"
+        " events older than --max-pending-age with no drain at work, a failing table, a failed"
+        " snapshot), the same in every output",
     )
     add_config_argument(sp)
+    sp.add_argument(
+        "--max-pending-age",
+        type=float,
+        default=MAX_PENDING_AGE,
+        metavar="SECONDS",
+        help="pending events older than this are unhealthy (%(default)g): more than the"
+        " drain's schedule interval plus its run time",
+    )
     shown = sp.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true", help="JSON output")
     shown.add_argument("--prometheus", action="store_true", help="Prometheus text format")
@@ -193,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add(
         "verify",
         pipeline.cmd_verify,
-        "compare mirror targets with their sources at one consistent point; exit 1 if any differs",
+        "compare mirror targets with their sources at one consistent point; exit 4 if any differs"
+        " (keys explained by open quarantined events are reported apart and do not count)",
     )
     sp.add_argument("tables", nargs="*", metavar="SCHEMA.TABLE", help="default: every mirror")
     add_config_argument(sp)
@@ -205,9 +256,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--json", action="store_true", help="JSON output")
 
+    # the quarantine (cdc.cli.quarantine)
+    sp = add(
+        "quarantine",
+        quarantine.cmd_quarantine,
+        "list quarantined events, replay them once the cause is fixed, or discard them",
+    )
+    quarantine.add_arguments(sp)
+
     # operations (cdc.cli.ops)
-    sp = add("sql", ops.cmd_sql, "Spark SQL over the replicated tables (views named as targets)")
-    sp.add_argument("query", help="a Spark SQL query, e.g. 'select count(*) from orders'")
+    sp = add("sql", ops.cmd_sql, "Spark SQL over the replicated tables (named as their targets)")
+    sp.add_argument(
+        "query",
+        nargs="?",
+        help="a Spark SQL query, e.g. 'select count(*) from orders'; without one, statements"
+        " ending in ; are read from the terminal or stdin (\\q or end of input quits)",
+    )
     add_config_argument(sp)
     sp.add_argument("--limit", type=int, default=100, help="rows shown, 0 for all (%(default)s)")
     sp.add_argument("--format", default="table", help="table, json (lines) or csv")
@@ -229,6 +293,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("jars", ops.cmd_jars, "fetch the Delta and PostgreSQL JDBC jars through Maven")
     sp.add_argument("--dest", help="folder (default: $CDC_JARS_DIR or ~/.cache/cdc-delta/jars)")
+
+    # spark-submit (cdc.cli.submit); every Spark command takes --conf NAME=VALUE (cdc.spark)
+    for name in SPARK_COMMANDS:
+        add_conf_argument(sub.choices[name])
+    sp = add(
+        "submit",
+        submit.cmd_submit,
+        "run a job (drain, snapshot, maintain) with spark-submit: Delta's jars, the [spark]"
+        " settings and quiet logs on the command line; --print shows it",
+    )
+    sp.add_argument("--print", action="store_true", help="print the command, run nothing")
+    sp.add_argument("job", choices=JOBS)
+    sp.add_argument(
+        "args",
+        nargs=argparse.REMAINDER,
+        metavar="...",
+        help="the job's arguments (--config FILE, ...), then -- and spark-submit's own",
+    )
     return p
 
 
@@ -240,4 +322,6 @@ def _add_copy_arguments(parser: argparse.ArgumentParser, partitions: int) -> Non
         default=partitions,
         help="parallel JDBC reads by key range (%(default)s)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress lines, only the summary"
+    )

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 
+from cdc.cli import exitcodes
 from cdc.cli.common import pipeline_and_spark
 
 log = logging.getLogger("cdc")
@@ -14,14 +15,14 @@ log = logging.getLogger("cdc")
 def cmd_drain(args: argparse.Namespace) -> int:
     from cdc.pipeline import drain
 
-    pipeline, session = pipeline_and_spark(args, "cdc-drain")
+    pipeline, session = pipeline_and_spark(args, "cdc-drain", check="drain")
     on_batch = None
     if args.mode == "follow" and pipeline.metrics_port:
         on_batch = drain.serve_metrics(pipeline)
     with drain.Drain(pipeline, session, tick=not args.no_tick, workers=args.workers) as runner:
         runner.stop_on_signals()
         batches = runner.run(args.mode, on_batch=on_batch)
-    log.info("%d batch(es) applied", batches)
+    log.debug("%d batch(es) applied", batches)  # the drain logged its summary
     return 0
 
 
@@ -36,7 +37,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             name = snapshot.request(pipeline, table)
             print(f"{name}: snapshot requested; the drain takes it between its batches")
         return 0
-    pipeline, session = pipeline_and_spark(args, "cdc-snapshot")
+    pipeline, session = pipeline_and_spark(args, "cdc-snapshot", check="snapshot")
     loader = snapshot.Snapshot(
         pipeline, session, progress=not args.no_progress, chunk_rows=args.chunk_rows
     )
@@ -55,7 +56,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 def cmd_resync(args: argparse.Namespace) -> int:
     from cdc.pipeline import resync
 
-    pipeline, session = pipeline_and_spark(args, "cdc-resync")
+    pipeline, session = pipeline_and_spark(args, "cdc-resync", check="drain")
     result = resync.resync(
         pipeline, session, args.table, args.partitions, progress=not args.no_progress
     )
@@ -72,20 +73,29 @@ def cmd_resync(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from cdc.pipeline import verify
 
-    pipeline, session = pipeline_and_spark(args, "cdc-verify")
+    pipeline, session = pipeline_and_spark(args, "cdc-verify", check="verify")
     verdicts = verify.Verifier(pipeline, session, args.limit).run(args.tables)
     if args.json:
         print(json.dumps([v.as_dict() for v in verdicts], indent=2, default=str))
     else:
         for v in verdicts:
-            state = "ok" if v.ok else "DIFFERS"
+            state = {verify.OK: "ok", verify.QUARANTINED: "ok but for quarantined keys"}.get(
+                v.state, "DIFFERS"
+            )
             print(
                 f"{v.source} -> {v.target}: {state} at tick {v.tick_id} (Delta version"
                 f" {v.delta_version}): source {v.source_rows:,} rows, Delta {v.delta_rows:,}"
                 f" rows, hashes {v.source_hash} / {v.delta_hash}"
             )
             if not v.ok:
-                print(f"  {v.differences:,} differing key(s); the first {len(v.keys)}:")
+                print(
+                    f"  {v.differences:,} differing key(s), {v.quarantined:,} quarantined"
+                    f" (an open quarantined event explains them: cdc quarantine list --table"
+                    f" {v.source}); the first {len(v.keys)}:"
+                )
                 for k in v.keys:
-                    print(f"    {k['kind']}: {k['key']}")
-    return 0 if all(v.ok for v in verdicts) else 1
+                    kind = "quarantined, " + k["kind"] if k.get("quarantined") else k["kind"]
+                    print(f"    {kind}: {k['key']}")
+                    for c in k.get("columns", []):
+                        print(f"      {c['column']}: source {c['source']!r}, Delta {c['delta']!r}")
+    return exitcodes.DIFFERS if any(v.differs for v in verdicts) else exitcodes.OK

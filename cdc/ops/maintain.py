@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from cdc.config import Pipeline
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes
+from cdc.progress import Progress
 from cdc.targets import delta_table, registry
 
 log = logging.getLogger("cdc.maintain")
@@ -51,11 +52,14 @@ def maintain(
     if unknown:
         raise ConfigError(f"not a target of the configuration: {', '.join(unknown)}")
     done = []
+    # tables done / chosen, ETA: a line every few seconds, and the summary (cdc.progress)
+    progress = Progress("maintain", "tables", len(chosen))
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
         for name in chosen:
             ref = pipeline.table(name)
             if not delta_table.exists(spark, ref):
                 log.info("%s: no table yet", name)
+                progress.add(1)
                 continue
             order = None
             if name in maps and registry.kind(maps[name].mode).zorder_by_key:
@@ -70,6 +74,8 @@ def maintain(
                 step = partial(delta_table.vacuum, spark, ref, retain_hours)
                 delta_table.retry_conflicts(step, f"vacuum {name}")
             after = delta_table.files(spark, ref)
-            log.info("%s: %d file(s) -> %d", name, before, after)
+            log.debug("%s: %d file(s) -> %d", name, before, after)  # cdc maintain prints it
             done.append(Maintained(name, before, after, vacuum))
+            progress.add(1)
+    progress.finish()
     return done

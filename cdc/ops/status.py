@@ -1,10 +1,24 @@
 """Status and metrics: the queue, the consumer and every target table of a pipeline, read
 from PostgreSQL and from the Delta logs (delta-rs, no JVM), for a terminal, for scripts (JSON)
-and for Prometheus.
+and for Prometheus: the same health in all three, with the same exit code.
 
-A ticker is flagged **stalled** when the queue's last tick is older than twice its idle
-period (a ticker ticks at least that often), or when events wait and the last tick is older
-than ten times the queue's max lag (and at least 30 s).
+**Health.** The pipeline is *unhealthy* when its consumer has pending events older than the
+threshold (``--max-pending-age``, 900 s by default) and no drain is at work on them, when a
+table is failing, or when a snapshot failed. Idle time is not a symptom: no tick for an hour
+with nothing pending is healthy (between scheduled drains, after a snapshot).
+
+- A *pending* event is committed, visible to the consumer, and not yet in a batch it finished
+  (``cdc.get_consumer_status``): a rolled-back transaction's events never count.
+- Its age runs from the later of its time (its transaction's start) and the consumer's last
+  finished tick: it cannot have been waiting, committed, for longer.
+- *Draining*: a session holds the consumer's drain lock (a drain applying a batch, a snapshot
+  copying a chunk): old pending events are being worked on, which is healthy.
+- With a real PgQ (no ``get_consumer_status``) pending events are PgQ's count by sequence
+  values (rolled-back events included) and their age the consumer's lag.
+
+Other consumers of the queue with pending events older than the threshold are *orphans*: they
+hold back the rotation of the queue's event tables (the oldest table is emptied only once every
+consumer is past it). They are listed, and do not change the pipeline's health.
 """
 
 from __future__ import annotations
@@ -22,28 +36,34 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from cdc.config import Pipeline
-from cdc.pg import source
-from cdc.targets import failing, snapshots
+from cdc.pg import source, sqlfiles
+from cdc.pg.engine import Engine
+from cdc.targets import failing, quarantine, snapshots
 from cdc.targets.delta_table import LocalTable
-from cdc.targets.table import TableRef, app_id, legacy_app_id
+from cdc.targets.table import app_id, legacy_app_id
 
-STALL_MIN = 30.0  # seconds
+MAX_PENDING_AGE = 900.0  # seconds: the default threshold of "unhealthy"
+QUERIES = "queries_status.sql"
+
+OK, DRAINING, UNHEALTHY = "ok", "draining", "unhealthy"
 
 
 def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
 
 
+def _query(engine: Engine, name: str) -> sql.Composed:
+    return sql.SQL(sqlfiles.queries(QUERIES)[name]).format(schema=engine.schema)
+
+
 @dataclass
 class QueueState:
     queue: str
     last_tick_id: int | None
-    ticker_lag_s: float | None
+    ticker_lag_s: float | None  # age of the last tick: idle time, not a symptom
     events_per_s: float | None
-    new_events: int
     ticker_paused: bool
     external_ticker: bool
-    stalled: bool
 
 
 @dataclass
@@ -54,9 +74,12 @@ class ConsumerState:
     last_seen_s: float | None = None
     last_tick: int | None = None
     current_batch: int | None = None
-    pending_events: int | None = None
-    dead_letters: int | None = None  # None: not known (PgQ, or no privilege)
+    pending_events: int | None = None  # committed, not yet in a finished batch
+    pending_age_s: float | None = None  # how long the oldest has waited; None: none pending
+    pending_exact: bool = True  # False: PgQ's count by sequence values
+    dead_letters: int | None = None  # None: not known (PgQ)
     dead_by_table: dict[str, int] = field(default_factory=dict)  # ev_extra1 -> count
+    draining: bool = False  # a session holds its drain lock
 
 
 @dataclass
@@ -68,7 +91,7 @@ class TableState:
     exists: bool
     delta_version: int | None = None
     last_tick: int | None = None  # the drain's idempotent-write version in the Delta log
-    rows: int | None = None
+    rows: int | None = None  # live rows: deleted rows (deletion vectors) are not counted
     quarantined: int = 0
     dead_letters: int | None = None
     failing: bool = False  # its events go to the quarantine until `cdc resync`
@@ -80,11 +103,20 @@ class TableState:
 
 
 @dataclass
+class Health:
+    state: str  # ok, draining or unhealthy
+    reasons: list[str]  # why unhealthy, one line each
+    max_pending_age_s: float
+
+
+@dataclass
 class Status:
     queue: QueueState
     consumer: ConsumerState
     tables: list[TableState] = field(default_factory=list)
     quarantined_other: int = 0  # quarantined events of tables not in the configuration
+    orphans: list[ConsumerState] = field(default_factory=list)  # other consumers, stuck
+    health: Health = field(default_factory=lambda: Health(OK, [], MAX_PENDING_AGE))
 
     @property
     def failing(self) -> list[TableState]:
@@ -94,24 +126,9 @@ class Status:
         return asdict(self)
 
 
-def _stalled(info: dict[str, Any]) -> bool:
-    if info["queue_ticker_paused"] or info["queue_external_ticker"]:
-        return False
-    lag = _seconds(info["ticker_lag"])
-    if lag is None:
-        return True  # never ticked
-    idle = _seconds(info["queue_ticker_idle_period"]) or 60.0
-    max_lag = _seconds(info["queue_ticker_max_lag"]) or 3.0
-    if lag > 2 * idle:
-        return True
-    return bool(info["ev_new"]) and lag > max(10 * max_lag, STALL_MIN)
-
-
-def queue_state(conn: psycopg.Connection, schema: str, queue: str) -> QueueState:
+def queue_state(conn: psycopg.Connection, engine: Engine, queue: str) -> QueueState:
     cur = conn.cursor(row_factory=dict_row)
-    info = cur.execute(
-        sql.SQL("select * from {}.get_queue_info(%s)").format(sql.Identifier(schema)), (queue,)
-    ).fetchone()
+    info = cur.execute(_query(engine, "queue_info"), {"queue": queue}).fetchone()
     if info is None:
         raise psycopg.errors.UndefinedObject(f"queue {queue} does not exist")
     return QueueState(
@@ -119,64 +136,163 @@ def queue_state(conn: psycopg.Connection, schema: str, queue: str) -> QueueState
         last_tick_id=info["last_tick_id"],
         ticker_lag_s=_seconds(info["ticker_lag"]),
         events_per_s=info["ev_per_sec"],
-        new_events=int(info["ev_new"] or 0),
         ticker_paused=bool(info["queue_ticker_paused"]),
         external_ticker=bool(info["queue_external_ticker"]),
-        stalled=_stalled(info),
     )
 
 
-def _consumer_state(conn: psycopg.Connection, schema: str, queue: str, name: str) -> ConsumerState:
+def consumers(conn: psycopg.Connection, engine: Engine, queue: str) -> list[ConsumerState]:
+    """Every consumer of the queue: exact pending events and dead letters on our engine
+    (``get_consumer_status``), PgQ's counts by sequence values on a real PgQ."""
     cur = conn.cursor(row_factory=dict_row)
-    rows = cur.execute(
-        sql.SQL("select * from {}.get_consumer_info(%s)").format(sql.Identifier(schema)), (queue,)
-    ).fetchall()
-    info = next((r for r in rows if r["consumer_name"] == name), None)
-    if info is None:
-        return ConsumerState(name, registered=False)
-    state = ConsumerState(
-        consumer=name,
-        registered=True,
-        lag_s=_seconds(info["lag"]),
-        last_seen_s=_seconds(info["last_seen"]),
-        last_tick=info["last_tick"],
-        current_batch=info["current_batch"],
-        pending_events=info["pending_events"],
-    )
-    if schema == "cdc":
-        try:
-            with conn.transaction():
-                rows = conn.execute(
-                    "select d.ev_extra1, count(*) from cdc.dead_letter d join cdc.queue q"
-                    " on q.queue_id = d.dl_queue where q.queue_name = %s and d.dl_consumer = %s"
-                    " group by d.ev_extra1",
-                    (queue, name),
-                ).fetchall()
-            state.dead_by_table = {table: n for table, n in rows if table is not None}
-            state.dead_letters = sum(n for _, n in rows)
-        except psycopg.errors.InsufficientPrivilege:
-            pass
-    return state
+    if _has_status_function(conn, engine):
+        return [
+            ConsumerState(
+                consumer=r["consumer_name"],
+                registered=True,
+                lag_s=_seconds(r["lag"]),
+                last_seen_s=_seconds(r["last_seen"]),
+                last_tick=r["last_tick"],
+                current_batch=r["current_batch"],
+                pending_events=r["pending_events"],
+                pending_age_s=_seconds(r["pending_age"]),
+                dead_letters=r["dead_letters"],
+                dead_by_table=dict(r["dead_by_table"]),
+            )
+            for r in cur.execute(_query(engine, "consumer_status"), {"queue": queue})
+        ]
+    return [
+        ConsumerState(
+            consumer=r["consumer_name"],
+            registered=True,
+            lag_s=_seconds(r["lag"]),
+            last_seen_s=_seconds(r["last_seen"]),
+            last_tick=r["last_tick"],
+            current_batch=r["current_batch"],
+            pending_events=r["pending_events"],
+            pending_age_s=_seconds(r["lag"]) if r["pending_events"] else None,
+            pending_exact=False,
+        )
+        for r in cur.execute(_query(engine, "consumer_info"), {"queue": queue})
+    ]
 
 
-def _quarantine_counts(ref: TableRef) -> dict[str | None, int]:
-    table = LocalTable.open(ref)
-    if table is None:
+def _has_status_function(conn: psycopg.Connection, engine: Engine) -> bool:
+    """Whether the engine has ``get_consumer_status`` (ours; not a real PgQ, nor an install
+    older than this package: it then counts as PgQ does)."""
+    return _has_function(conn, f"{engine.name}.get_consumer_status(text)")
+
+
+def _has_function(conn: psycopg.Connection, signature: str) -> bool:
+    row = conn.execute(sqlfiles.queries(QUERIES)["has_function"], {"function": signature})
+    found = row.fetchone()
+    return bool(found and found[0])
+
+
+def registered_consumers(conn: psycopg.Connection) -> dict[str, list[str]]:
+    """Every queue of our engine that has consumers: queue -> consumer names (empty when the
+    engine is not installed)."""
+    if not _has_function(conn, "cdc.get_consumer_info()"):
         return {}
-    rows = table.query("q", "select ev_extra1, count(*) as n from q group by ev_extra1")
-    return {row["ev_extra1"]: row["n"] for row in rows}
+    found: dict[str, list[str]] = {}
+    for queue, name in conn.execute(sqlfiles.queries(QUERIES)["all_consumers"]).fetchall():
+        found.setdefault(queue, []).append(name)
+    return found
 
 
-def collect(pipeline: Pipeline) -> Status:
+def render_consumers(found: list[ConsumerState]) -> str:
+    """Consumers as a table with a header (``cdc consumer list``); empty without any."""
+    if not found:
+        return ""
+    header = ("consumer", "pending", "oldest waiting", "lag", "last tick", "batch", "seen", "dead")
+    rows = [
+        (
+            c.consumer,
+            _fmt(c.pending_events),
+            _fmt(c.pending_age_s, " s"),
+            _fmt(c.lag_s, " s"),
+            _fmt(c.last_tick),
+            _fmt(c.current_batch),
+            _fmt(c.last_seen_s, " s") + " ago",
+            _fmt(c.dead_letters),
+        )
+        for c in found
+    ]
+    return _table(header, rows)
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    )
+
+
+def capture_guards(conn: psycopg.Connection) -> dict[tuple[str, str], bool]:
+    """(table, queue) -> whether a guard trigger regenerates its capture at the next write."""
+    rows = conn.execute(sqlfiles.queries(QUERIES)["capture_guards"]).fetchall()
+    return {(table, queue): bool(guarded) for table, queue, guarded in rows}
+
+
+def queue_config(conn: psycopg.Connection, engine: Engine, queue: str) -> dict[str, str | None]:
+    """A queue's settings (``cdc.get_queue_config``): name -> value as text, None: no limit."""
+    return dict(conn.execute(_query(engine, "queue_config"), {"queue": queue}).fetchall())
+
+
+def drain_lock_held(conn: psycopg.Connection, pipeline: Pipeline) -> bool:
+    """Whether a session holds the consumer's drain lock (a batch or a snapshot chunk)."""
+    key = source.lock_key(pipeline.source)
+    row = conn.execute(_query(pipeline.source.engine, "drain_lock_held"), {"key": key}).fetchone()
+    return bool(row and row[0])
+
+
+def _consumer_state(
+    conn: psycopg.Connection, pipeline: Pipeline
+) -> tuple[ConsumerState, list[ConsumerState]]:
+    """The pipeline's consumer, and the queue's other consumers."""
+    src = pipeline.source
+    found = consumers(conn, src.engine, src.queue)
+    mine = next((c for c in found if c.consumer == src.consumer), None)
+    state = mine if mine is not None else ConsumerState(src.consumer, registered=False)
+    state.draining = drain_lock_held(conn, pipeline)
+    return state, [c for c in found if c.consumer != src.consumer]
+
+
+def health(status: Status, max_pending_age: float) -> Health:
+    """The pipeline's health from its status (see the module's docstring)."""
+    c = status.consumer
+    reasons: list[str] = []
+    old = c.pending_age_s is not None and c.pending_age_s > max_pending_age
+    if old and not c.draining:
+        reasons.append(
+            f"{c.pending_events:,} pending event(s), the oldest waiting {c.pending_age_s:,.0f} s"
+            f" (over {max_pending_age:,.0f} s) and no drain at work: run `cdc drain`, or check"
+            " that its schedule runs"
+        )
+    for t in status.failing:
+        reasons.append(f"table {t.target} is failing")
+    for t in status.tables:
+        if t.snapshot == snapshots.FAILED:
+            reasons.append(f"the snapshot of {t.target} failed")
+    state = UNHEALTHY if reasons else DRAINING if c.draining else OK
+    return Health(state, reasons, max_pending_age)
+
+
+def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Status:
+    """The pipeline's status, its health judged with the threshold max_pending_age (s)."""
     src = pipeline.source
     with psycopg.connect(src.dsn, autocommit=True) as conn:
-        queue = queue_state(conn, src.queue_schema, src.queue)
-        consumer = _consumer_state(conn, src.queue_schema, src.queue, src.consumer)
+        queue = queue_state(conn, src.engine, src.queue)
+        consumer, others = _consumer_state(conn, pipeline)
         incarnation = source.incarnation(conn, src)
-    quarantined = _quarantine_counts(pipeline.table(pipeline.quarantine))
+    quarantined = quarantine.open_counts_of(pipeline)  # replayed and discarded not counted
     marks = failing.read_local(pipeline.table(pipeline.failing_table))
     copies = snapshots.read_local(pipeline.table(snapshots.table_name(pipeline.quarantine)))
     status = Status(queue, consumer)
+    status.orphans = [
+        c for c in others if c.pending_age_s is not None and c.pending_age_s > max_pending_age
+    ]
     for t in pipeline.tables:
         ref = pipeline.table(t.target)
         table = LocalTable.open(ref)
@@ -202,6 +318,7 @@ def collect(pipeline: Pipeline) -> Status:
         status.tables.append(state)
     known = {t.source for t in pipeline.tables}
     status.quarantined_other = sum(n for k, n in quarantined.items() if k not in known)
+    status.health = health(status, max_pending_age)
     return status
 
 
@@ -214,21 +331,30 @@ def _fmt(value: float | int | None, unit: str = "") -> str:
 
 
 def render(status: Status) -> str:
-    """The status as a readable table."""
-    q, c = status.queue, status.consumer
-    health = "STALLED" if q.stalled else "paused" if q.ticker_paused else "ok"
-    lines = [
-        f"queue {q.queue}: ticker {health}, last tick {_fmt(q.last_tick_id)}"
-        f" {_fmt(q.ticker_lag_s, ' s')} ago, {_fmt(q.new_events)} new event(s),"
-        f" {_fmt(q.events_per_s, '/s')}",
-    ]
+    """The status as a readable table, its health first."""
+    q, c, h = status.queue, status.consumer, status.health
+    lines = [f"health: {h.state.upper() if h.state == UNHEALTHY else h.state}"]
+    lines += [f"  {reason}" for reason in h.reasons]
+    rate = "" if q.events_per_s is None else f", {_fmt(q.events_per_s, ' events/s')}"
+    ticker = ", ticker paused" if q.ticker_paused else ""
+    lines.append(
+        f"queue {q.queue}: last tick {_fmt(q.last_tick_id)}, {_fmt(q.ticker_lag_s, ' s')} ago"
+        f"{rate}{ticker}"
+    )
     if not c.registered:
         lines.append(f"consumer {c.consumer}: not registered (the first drain registers it)")
     else:
         lines.append(
-            f"consumer {c.consumer}: lag {_fmt(c.lag_s, ' s')}, {_fmt(c.pending_events)}"
-            f" pending event(s), last tick {_fmt(c.last_tick)}, batch {_fmt(c.current_batch)},"
+            f"consumer {c.consumer}: {_pending(c)}, lag {_fmt(c.lag_s, ' s')},"
+            f" last tick {_fmt(c.last_tick)}, batch {_fmt(c.current_batch)},"
             f" seen {_fmt(c.last_seen_s, ' s')} ago, dead letters {_fmt(c.dead_letters)}"
+            + (", draining (a drain or snapshot holds its lock)" if c.draining else "")
+        )
+    for o in status.orphans:
+        lines.append(
+            f"orphan consumer {o.consumer}: {_pending(o)}, last batch {_fmt(o.last_seen_s, ' s')}"
+            " ago; it holds back the rotation of the queue's event tables: `cdc consumer"
+            f" unregister {q.queue} {o.consumer}` if nothing uses it"
         )
     header = (
         "source", "target", "mode", "state", "snapshot", "last tick", "version", "rows",
@@ -249,9 +375,7 @@ def render(status: Status) -> str:
         )
         for t in status.tables
     ]
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        lines.append("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)))
+    lines.append(_table(header, rows))
     if status.quarantined_other:
         lines.append(f"quarantined events of tables not configured: {status.quarantined_other:,}")
     for t in status.failing:
@@ -266,6 +390,16 @@ def render(status: Status) -> str:
                 f" {t.snapshot_reason} (fix the cause, then `cdc snapshot {t.source} --restart`)"
             )
     return "\n".join(lines)
+
+
+def _pending(c: ConsumerState) -> str:
+    """Its pending events and how long the oldest has waited."""
+    text = f"{_fmt(c.pending_events)} pending event(s)"
+    if not c.pending_exact:
+        text += " (by sequence: rolled-back ones too)"
+    if c.pending_age_s is not None:
+        text += f", the oldest waiting {c.pending_age_s:,.1f} s"
+    return text
 
 
 def _snapshot(t: TableState) -> str:
@@ -284,15 +418,35 @@ def to_json(status: Status) -> str:
 class PipelineCollector(Collector):
     """Prometheus metrics of a pipeline, collected on every scrape."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> None:
         self.pipeline = pipeline
+        self.max_pending_age = max_pending_age
 
     def collect(self) -> Iterator[Metric]:
-        yield from metrics(collect(self.pipeline))
+        yield from metrics(collect(self.pipeline, self.max_pending_age))
+
+
+class _Fixed(Collector):
+    """The metrics of one status already collected."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+
+    def collect(self) -> Iterator[Metric]:
+        yield from metrics(self.status)
+
+
+def to_prometheus(status: Status) -> str:
+    """The status in Prometheus' text format (the same collect as the exit code's)."""
+    from prometheus_client import generate_latest
+
+    reg = CollectorRegistry()
+    reg.register(_Fixed(status))
+    return generate_latest(reg).decode()
 
 
 def metrics(status: Status) -> Iterator[Metric]:
-    q, c = status.queue, status.consumer
+    q, c, h = status.queue, status.consumer, status.health
     labels = {"queue": q.queue}
 
     def gauge(name: str, doc: str, value: float | None, **extra: str) -> Iterator[Metric]:
@@ -302,23 +456,56 @@ def metrics(status: Status) -> Iterator[Metric]:
         family.add_metric([*labels.values(), *extra.values()], float(value))
         yield family
 
+    yield from gauge(
+        "cdc_pipeline_unhealthy",
+        "1 when unhealthy: pending events older than the threshold and no drain at work, a"
+        " failing table or a failed snapshot (cdc status exits 3)",
+        int(h.state == UNHEALTHY),
+    )
+    yield from gauge(
+        "cdc_pipeline_max_pending_age_seconds", "The threshold of unhealthy", h.max_pending_age_s
+    )
     yield from gauge("cdc_queue_ticker_lag_seconds", "Age of the last tick", q.ticker_lag_s)
-    yield from gauge("cdc_queue_new_events", "Events since the last tick", q.new_events)
     yield from gauge("cdc_queue_last_tick_id", "Id of the last tick", q.last_tick_id)
-    yield from gauge("cdc_queue_ticker_stalled", "1 when the ticker is stalled", int(q.stalled))
     if c.registered:
         who = {"consumer": c.consumer}
         yield from gauge("cdc_consumer_lag_seconds", "Age of its last tick", c.lag_s, **who)
         yield from gauge(
-            "cdc_consumer_pending_events", "Events after the last tick", c.pending_events, **who
+            "cdc_consumer_pending_events",
+            "Committed events not yet in a finished batch",
+            c.pending_events,
+            **who,
+        )
+        yield from gauge(
+            "cdc_consumer_pending_age_seconds",
+            "How long the oldest pending event has waited (0: none pending)",
+            c.pending_age_s or 0.0,
+            **who,
+        )
+        yield from gauge(
+            "cdc_consumer_draining", "1 while a drain or snapshot holds its lock", c.draining, **who
         )
         yield from gauge("cdc_consumer_last_tick_id", "Last finished tick", c.last_tick, **who)
         yield from gauge("cdc_consumer_dead_letters", "Dead letters", c.dead_letters, **who)
+    if status.orphans:
+        orphan = GaugeMetricFamily(
+            "cdc_queue_orphan_consumer_pending_age_seconds",
+            "Another consumer of the queue with pending events older than the threshold: it"
+            " holds back rotation",
+            labels=["queue", "consumer"],
+        )
+        for o in status.orphans:
+            orphan.add_metric([q.queue, o.consumer], o.pending_age_s or 0.0)
+        yield orphan
     version = GaugeMetricFamily("cdc_table_delta_version", "Delta version", labels=["target"])
     applied = GaugeMetricFamily(
         "cdc_table_last_tick_id", "Tick of the last batch applied", labels=["target"]
     )
-    rows = GaugeMetricFamily("cdc_table_rows", "Rows in the Delta table", labels=["target"])
+    rows = GaugeMetricFamily(
+        "cdc_table_rows",
+        "Live rows in the Delta table (deleted rows not counted)",
+        labels=["target"],
+    )
     bad = CounterMetricFamily(
         "cdc_table_quarantined_events", "Quarantined events of the table", labels=["target"]
     )
@@ -339,14 +526,25 @@ def metrics(status: Status) -> Iterator[Metric]:
     yield from (version, applied, rows, bad, dead, failed)
 
 
-def registry(pipeline: Pipeline) -> CollectorRegistry:
+def registry(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> CollectorRegistry:
     reg = CollectorRegistry()
-    reg.register(PipelineCollector(pipeline))
+    reg.register(PipelineCollector(pipeline, max_pending_age))
     return reg
 
 
+def _ticker_behind(info: dict[str, Any]) -> bool:
+    """The ticker's own view of a queue: not ticked within twice its idle period (a running
+    ticker ticks an idle queue once per idle period), unless paused or ticked elsewhere."""
+    if info["queue_ticker_paused"] or info["queue_external_ticker"]:
+        return False
+    lag = _seconds(info["ticker_lag"])
+    idle = _seconds(info["queue_ticker_idle_period"]) or 60.0
+    return lag is None or lag > 2 * idle
+
+
 class TickerCollector(Collector):
-    """Prometheus metrics of the ticker: every queue of every database it serves."""
+    """Prometheus metrics of the ticker: every queue of every database it serves. They say
+    whether the ticker keeps up, not whether a pipeline is healthy (``cdc status`` does)."""
 
     def __init__(self, dsns: list[str]) -> None:
         self.dsns = dsns
@@ -355,19 +553,17 @@ class TickerCollector(Collector):
         lag = GaugeMetricFamily(
             "cdc_queue_ticker_lag_seconds", "Age of the last tick", labels=["database", "queue"]
         )
-        new = GaugeMetricFamily(
-            "cdc_queue_new_events", "Events since the last tick", labels=["database", "queue"]
-        )
-        stalled = GaugeMetricFamily(
-            "cdc_queue_ticker_stalled", "1 when stalled", labels=["database", "queue"]
+        behind = GaugeMetricFamily(
+            "cdc_queue_ticker_stalled",
+            "1 when the queue was not ticked within twice its idle period",
+            labels=["database", "queue"],
         )
         for dsn in self.dsns:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 db = conn.info.dbname
                 cur = conn.cursor(row_factory=dict_row)
-                for info in cur.execute("select * from cdc.get_queue_info()"):
+                for info in cur.execute(sqlfiles.queries(QUERIES)["all_queue_info"]):
                     key = [db, info["queue_name"]]
                     lag.add_metric(key, _seconds(info["ticker_lag"]) or 0.0)
-                    new.add_metric(key, float(info["ev_new"] or 0))
-                    stalled.add_metric(key, float(_stalled(info)))
-        yield from (lag, new, stalled)
+                    behind.add_metric(key, float(_ticker_behind(info)))
+        yield from (lag, behind)

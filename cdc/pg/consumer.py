@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import class_row
 
 from cdc import errors
@@ -137,55 +136,30 @@ class Consumer:
 
     def ticks_within(self, max_events: int) -> int | None:
         """The ``min_count`` that makes the next batch join as many ticks as fit in
-        max_events (at least one tick); None for one tick (a batch is open already, or the
-        tables are not readable to this role)."""
-        query = sql.SQL(
-            "with s as (select sub_last_tick, sub_batch, sub_queue from {s}.subscription"
-            " join {s}.queue on queue_id = sub_queue join {s}.consumer on co_id = sub_consumer"
-            " where queue_name = %s and co_name = %s),"
-            " prev as (select tick_event_seq from {s}.tick, s"
-            " where tick_queue = sub_queue and tick_id = sub_last_tick)"
-            " select (select sub_batch from s),"
-            " (select max(t.tick_event_seq) - (select tick_event_seq from prev)"
-            "  from {s}.tick t, s where t.tick_queue = s.sub_queue and t.tick_id > s.sub_last_tick"
-            "  and t.tick_event_seq - (select tick_event_seq from prev) <= %s)"
-        ).format(s=self.engine.schema)
-        try:
-            row = self.conn.execute(query, (self.queue, self.name, max_events)).fetchone()
-        except psycopg.Error:
-            return None  # the tables are not readable to this role: one tick per batch
-        if row is None or row[0] is not None or row[1] is None or row[1] < 1:
-            return None
-        return int(row[1])
+        max_events (at least one tick); None for one tick (a batch is open already, or no
+        later tick fits). Read through ``next_batch_ticks`` (a cdc_reader may call it)."""
+        found = self.engine.call(
+            self.conn, "next_batch_ticks", queue=self.queue, consumer=self.name,
+            max_events=max_events,
+        )  # fmt: skip
+        return None if found is None or found < 1 else int(found)
 
     def tick(self, only_if_new: bool = False) -> int | None:
         """Makes a tick of the queue now (for runs without a ticker daemon): events committed
         before this call are in the next batches. only_if_new: only when events may have
         arrived since the last tick (a follow-mode drain asks often). Returns the new tick's
         id (None when none was made)."""
-        if only_if_new:
-            # new events by the sequence, or a transaction that was running at the last tick
-            # and has ended since: its events (numbered before that tick) come after it
-            query = sql.SQL(
-                "select i.ev_new > 0 or exists (select 1 from {s}.tick t"
-                " join {s}.queue q on q.queue_id = t.tick_queue,"
-                " txid_snapshot_xip(t.tick_snapshot) x"
-                " where q.queue_name = i.queue_name and t.tick_id = i.last_tick_id"
-                " and txid_status(x) is distinct from 'in progress')"
-                " from {s}.get_queue_info(%s) i"
-            ).format(s=self.engine.schema)
-            row = self.conn.execute(query, (self.queue,)).fetchone()
-            if row is None or not row[0]:
-                return None
+        if only_if_new and not self.engine.call(
+            self.conn, "queue_has_new_events", queue=self.queue
+        ):
+            return None
         self.engine.call(self.conn, "force_tick", queue=self.queue)
         tick_id = self.engine.call(self.conn, "ticker_queue", queue=self.queue)
         return None if tick_id is None else int(tick_id)
 
     def position(self) -> int | None:
-        """The consumer's last finished tick."""
-        query = sql.SQL(
-            "select sub_last_tick from {s}.subscription join {s}.queue on queue_id = sub_queue"
-            " join {s}.consumer on co_id = sub_consumer where queue_name = %s and co_name = %s"
-        ).format(s=self.engine.schema)
-        row = self.conn.execute(query, (self.queue, self.name)).fetchone()
-        return None if row is None else int(row[0])
+        """The consumer's last finished tick (None when it is not registered)."""
+        found = self.engine.call(
+            self.conn, "consumer_position", queue=self.queue, consumer=self.name
+        )
+        return None if found is None else int(found)

@@ -42,7 +42,8 @@ def install(dsn: str) -> str:
                 after = installed_version(conn)
         except psycopg.Error as exc:
             raise CdcError(f"install failed, nothing was changed: {exc}", exc.diag) from exc
-    log.info("cdc %s %s", after, "installed" if before is None else f"upgraded from {before}")
+    # the caller says the result (cdc install prints it): here a debug line only
+    log.debug("cdc %s %s", after, "installed" if before is None else f"upgraded from {before}")
     return after or ""
 
 
@@ -83,7 +84,13 @@ def _try_drop_role(conn: psycopg.Connection, role: str) -> bool:
 
 
 def _log_notice(diag: psycopg.errors.Diagnostic) -> None:
-    """Server notices at their own level: NOTICE as info ("already exists, skipping" on every
-    upgrade), WARNING as a warning."""
-    level = logging.WARNING if diag.severity_nonlocalized == "WARNING" else logging.INFO
+    """Server notices at their own level: WARNING as a warning, NOTICE as info, but the
+    "already exists, skipping" / "does not exist, skipping" of every install and upgrade
+    (the script's ``if [not] exists``) as debug lines."""
+    if diag.severity_nonlocalized == "WARNING":
+        level = logging.WARNING
+    elif (diag.message_primary or "").endswith(", skipping"):
+        level = logging.DEBUG
+    else:
+        level = logging.INFO
     log.log(level, "%s", diag.message_primary)

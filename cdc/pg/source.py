@@ -48,6 +48,41 @@ def drain_lock(conn: psycopg.Connection, src: Source, who: str) -> Iterator[None
         conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
 
 
+def table_lock_key(src: Source, table: str) -> str:
+    return f"cdc-table:{src.queue_schema}.{src.queue}/{src.consumer}:{table}"
+
+
+@contextmanager
+def table_locks(
+    conn: psycopg.Connection, src: Source, tables: list[str], who: str
+) -> Iterator[None]:
+    """The tables' locks under the consumer (session advisory locks, taken in name order):
+    a chunk of a table's snapshot holds its table's lock while it reads and writes; a drain
+    holds the locks of the tables its batch touches from before their applies until the
+    batch is finished. So a chunk is never read and written in the middle of a batch that
+    changes its table, while every other table's batches go on. Waits in PostgreSQL's lock
+    queue, saying so every 10 s."""
+    taken: list[str] = []
+    try:
+        conn.execute("set lock_timeout = '10s'")
+        try:
+            for table in sorted(set(tables)):
+                key = table_lock_key(src, table)
+                while True:
+                    try:
+                        conn.execute("select pg_advisory_lock(hashtext(%s))", (key,))
+                        break
+                    except psycopg.errors.LockNotAvailable:
+                        log.info("%s: waiting for the lock of table %s", who, table)
+                taken.append(key)
+        finally:
+            conn.execute("reset lock_timeout")
+        yield
+    finally:
+        for key in reversed(taken):
+            conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
+
+
 @dataclass(frozen=True)
 class TableNames:
     """How the events of a batch name the configured tables, when some were renamed."""

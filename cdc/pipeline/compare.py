@@ -8,7 +8,8 @@ repr (so NaN equals NaN), bytes as bytes.
 
 from __future__ import annotations
 
-from typing import Any
+import decimal
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -18,6 +19,9 @@ from pyspark.sql import functions as F
 from cdc.pg import pgtypes
 from cdc.targets import delta_table
 from cdc.targets.table import TableRef, quote
+
+if TYPE_CHECKING:
+    from cdc.config import Pipeline
 
 
 def source_rows(
@@ -122,3 +126,61 @@ def normal(row: tuple[Any, ...]) -> tuple[Any, ...]:
             v = tuple(repr(x) if isinstance(x, float) else x for x in v)
         out.append(v)
     return tuple(out)
+
+
+def key_text(key: tuple[Any, ...]) -> tuple[str | None, ...]:
+    """A key in normal form as text, as quarantined_keys gives an event's (integers,
+    numerics and strings match; a key of another type may not)."""
+    return tuple(None if v is None else _numeric_text(str(v)) for v in key)
+
+
+def _decimal_text(value: decimal.Decimal) -> str:
+    """A numeric without trailing fractional zeros (``1.50`` and ``1.5`` are one key)."""
+    text = str(value)
+    if "." in text and value.is_finite():
+        text = text.rstrip("0").removesuffix(".")
+    return "0" if text == "-0" else text
+
+
+def quarantined_keys(
+    spark: SparkSession, pipeline: Pipeline, source: str, key_names: list[str]
+) -> set[tuple[str | None, ...]]:
+    """The keys (as key_text gives them) of the source table's open quarantined rows:
+    events (their key columns' text values) and snapshot rows (their JSON)."""
+    from cdc.pipeline import decode
+    from cdc.targets import quarantine
+
+    rows = quarantine.with_state(
+        spark,
+        pipeline.table(pipeline.quarantine),
+        pipeline.table(quarantine.resolved_name(pipeline.quarantine)),
+    )
+    if rows is None:
+        return set()
+    mine = quarantine.open_rows(rows).where(F.col("source") == source)
+    typed = decode.with_op_and_map(mine)
+    is_row = F.col("ev_type") == quarantine.SNAPSHOT
+    keys = [
+        F.when(is_row, F.get_json_object("ev_data", "$." + _json_path(k))).otherwise(
+            F.col("kv").getItem(k)
+        )
+        for k in key_names
+    ]
+    out: set[tuple[str | None, ...]] = set()
+    for row in typed.select(*keys).distinct().toLocalIterator():
+        out.add(tuple(_numeric_text(v) for v in row))
+    return out
+
+
+def _json_path(name: str) -> str:
+    return "['" + name.replace("'", "\\'") + "']"
+
+
+def _numeric_text(text: str | None) -> str | None:
+    """An event's key text, numbers without trailing fractional zeros."""
+    if text is None:
+        return None
+    try:
+        return _decimal_text(decimal.Decimal(text))
+    except decimal.InvalidOperation:
+        return text

@@ -20,16 +20,20 @@ import time
 from collections.abc import Callable
 
 import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
 from pyspark.sql import SparkSession
 
 from cdc.config import Pipeline, add_config_argument
 from cdc.pg import source as source_module
+from cdc.pg import sqlfiles
 from cdc.pg.consumer import Consumer
 from cdc.pg.queue import Batch
 from cdc.pipeline.apply import WORKERS, BatchApplier, BatchStats
 from cdc.pipeline.reader import BatchEvents, BatchReader
 from cdc.pipeline.snapshot_runner import SnapshotRunner
 from cdc.pipeline.tables import TableResolver
+from cdc.progress import Progress
 
 log = logging.getLogger("cdc.drain")
 
@@ -40,6 +44,7 @@ KILL_AT_ENV = "CDC_DRAIN_KILL_AT"
 
 FOLLOW_POLL = 0.2  # seconds between looks for new events, when the drain ticks itself
 SNAPSHOT_STEP = 2.0  # seconds of snapshot chunks between two batches (at least one chunk)
+STATUS_QUERIES = "queries_status.sql"  # its consumer_info: the pending events, both engines
 
 
 class Drain:
@@ -115,16 +120,21 @@ class Drain:
         stats.seconds["read"] = time.monotonic() - started
         stats.events = sum(events.counts.values())
         stage("read")
-        try:
-            self.applier.apply(batch, events, stats, stage)
-        finally:
-            events.release()
-        # registered before the batch is finished: a batch done again registers nothing twice
-        self.snapshots.on_signals(events.signals, batch.tick_id)
-        stage("merged")
-        started = time.monotonic()
-        batch.finish()
-        stats.seconds["finish"] = time.monotonic() - started
+        # a chunk of a snapshot of a table this batch changes waits for the batch's end, and
+        # the batch for the chunk's end; chunks of other tables go on meanwhile
+        touched = sorted(events.tables)
+        with source_module.table_locks(self.conn, self.pipeline.source, touched, "drain"):
+            try:
+                self.applier.apply(batch, events, stats, stage)
+            finally:
+                events.release()
+            # registered before the batch is finished: a batch done again registers nothing
+            # twice
+            self.snapshots.on_signals(events.signals, batch.tick_id)
+            stage("merged")
+            started = time.monotonic()
+            batch.finish()
+            stats.seconds["finish"] = time.monotonic() - started
         stage("finished")
         self.last_tick = batch.tick_id
         self.snapshots.after_batch(batch)
@@ -155,13 +165,29 @@ class Drain:
         """Applies batches: one (once), all there are (until-caught-up), or forever (follow).
         stop_at_tick: one tick per batch, and stop once that tick's batch is applied.
         Returns the number of batches applied."""
-        done = 0
         if mode == "follow" and self.engine.notifies_ticks:
             self.conn.execute("listen cdc_tick")
         if self.tick_first:
             self.consumer.tick()
+        # events applied / pending (the queue's count), events/s, ETA: a line every few
+        # seconds, and the summary at the end (cdc.progress)
+        progress = Progress("drain", "events", self.pending_events())
+        progress.extra = "0 batch(es)"
+        done = self._run(mode, on_batch, stop_at_tick, progress)
+        progress.finish()
+        return done
+
+    def _run(
+        self,
+        mode: str,
+        on_batch: Callable[[BatchStats], None] | None,
+        stop_at_tick: int | None,
+        progress: Progress,
+    ) -> int:
+        done = 0
         while not self.stopping.is_set():
-            # a snapshot of a table holds the lock while it copies: no batch meanwhile
+            # one drain per consumer (cdc resync and verify take this lock too; a snapshot's
+            # chunk takes only its table's lock: see apply)
             with source_module.drain_lock(self.conn, self.pipeline.source, "drain"):
                 batch = self._next_batch(one_tick=stop_at_tick is not None)
                 stats = self.apply(batch) if batch is not None else None
@@ -178,15 +204,36 @@ class Drain:
                     self.consumer.tick(only_if_new=True)
                 continue
             done += 1
-            log.info(
-                "batch %d (tick %d): %d events, %s, %d quarantined",
-                stats.batch_id, stats.tick_id, stats.events, stats.per_table, stats.quarantined,
+            log.debug(
+                "batch %d (tick %d): %d events (%s), %d quarantined",
+                stats.batch_id, stats.tick_id, stats.events, per_table(stats),
+                stats.quarantined,
             )  # fmt: skip
+            progress.extra = f"{done} batch(es)"
+            pending = self.pending_events()
+            progress.add(stats.events, None if pending is None else progress.done + pending)
             if on_batch:
                 on_batch(stats)
             if mode == "once" or (stop_at_tick is not None and stats.tick_id >= stop_at_tick):
                 break
         return done
+
+    def pending_events(self) -> int | None:
+        """The consumer's pending events, as the queue counts them (events since its last
+        finished tick); None when this role may not read them (no ETA then)."""
+        query = sql.SQL(sqlfiles.queries(STATUS_QUERIES)["consumer_info"]).format(
+            schema=self.engine.schema
+        )
+        try:
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(query, {"queue": self.pipeline.source.queue}).fetchall()
+        except psycopg.Error as exc:
+            log.debug("no pending event count for the progress: %s", exc)
+            return None
+        for row in rows:
+            if row["consumer_name"] == self.consumer.name and row["pending_events"] is not None:
+                return int(row["pending_events"])
+        return None
 
     def _next_batch(self, one_tick: bool = False) -> Batch | None:
         """The open batch, or the next one joining as many ticks as fit in the source's
@@ -213,6 +260,11 @@ class Drain:
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+
+
+def per_table(stats: BatchStats) -> str:
+    """``orders 12, customers 3``: a batch's events per target, for a log line."""
+    return ", ".join(f"{target} {count:,}" for target, count in stats.per_table.items()) or "-"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,9 +5,11 @@ The algorithm (its consistency argument is in docs/operations.md, "Snapshots"):
 
 - a chunk is the next ``chunk_rows`` rows after the last key copied, in key order
   (cdc.pipeline.chunks), read in its own short REPEATABLE READ snapshot ``S_c`` taken while
-  the consumer's drain lock is held, so after the last batch the target holds was applied,
-  and written while the lock is still held, as whole rows (a MERGE that updates every
-  column of a key the target holds and inserts the others, never a delete:
+  the table's lock is held (cdc.pg.source.table_locks: a drain holds it for the tables a
+  batch changes, from their applies to the batch's finish), so after the last batch of the
+  table the target holds was applied, and written while the lock is still held, as whole
+  rows (a MERGE that updates every column of a key the target holds and inserts the others,
+  never a delete:
   cdc.targets.mirror.Mirror.upsert);
 - the progress (last key, rows, chunks, ``S_c``) is saved after the chunk's Delta commit
   (cdc.targets.snapshots); killed at any point, the snapshot resumes after the last saved
@@ -16,9 +18,10 @@ The algorithm (its consistency argument is in docs/operations.md, "Snapshots"):
   the drain applied a batch whose end tick's snapshot is after the last chunk's ``S_c``
   (cdc.pipeline.snapshot_runner): from then on the target shows the source as of a tick.
 
-``cdc snapshot TABLE`` (``Snapshot.run``) runs the chunks itself, taking the drain lock per
-chunk only; ``cdc snapshot TABLE --request`` (``request``) asks a running drain to do it
-with a signal event, which the drain's SnapshotRunner serves between batches.
+``cdc snapshot TABLE`` (``Snapshot.run``) runs the chunks itself, taking the table's lock
+per chunk only: batches of other tables never wait for it; ``cdc snapshot TABLE --request``
+(``request``) asks a running drain to do it with a signal event, which the drain's
+SnapshotRunner serves between batches.
 ``cdc resync`` copies a table whole under the lock (``Snapshot._copy``).
 """
 
@@ -26,10 +29,8 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
+import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
@@ -56,6 +57,7 @@ from cdc.pipeline.snapshot_job import (
     states_for,
     store_of,
 )
+from cdc.progress import Progress
 from cdc.targets import registry, snapshots
 from cdc.targets.snapshots import RUNNING
 
@@ -77,6 +79,7 @@ log = logging.getLogger("cdc.snapshot")
 
 SIGNAL_TYPE = "cdc.snapshot"  # ev_type of the snapshot signal event
 CHUNK_RETRIES = 3  # cdc snapshot: a chunk whose connection was lost is tried again
+PROGRESS_EVERY = 5.0  # seconds between progress lines (--no-progress: only the summary)
 
 
 @dataclass(frozen=True)
@@ -106,29 +109,6 @@ def _check_captured(conn: psycopg.Connection, table: TableMap, src: Source) -> N
         )
 
 
-class ProgressLine:
-    """rows, rows/s and ETA on stderr, one line rewritten after each chunk."""
-
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label, self.enabled = label, enabled
-        self.started = time.monotonic()
-
-    def show(self, done: int, copied: int, estimate: int | None, final: bool = False) -> None:
-        if not self.enabled:
-            return
-        total = max(estimate or 0, done)
-        fraction = 1.0 if final or not total else done / total
-        width = 30
-        bar = "#" * int(width * fraction) + "-" * (width - int(width * fraction))
-        rate = copied / max(time.monotonic() - self.started, 1e-6)
-        eta = "" if final or not rate else f", ETA {max(total - done, 0) / rate:,.0f} s"
-        sys.stderr.write(
-            f"\r{self.label} [{bar}] {done:,}/{total:,} rows, {rate:,.0f} rows/s{eta}"
-            + ("\n" if final else "")
-        )
-        sys.stderr.flush()
-
-
 def _position(queue: Consumer) -> int | None:
     """The consumer's last applied tick, noted in the progress; None when this role may not
     read the queue's tables (a plain cdc_reader member)."""
@@ -136,24 +116,6 @@ def _position(queue: Consumer) -> int | None:
         return queue.position()
     except psycopg.errors.InsufficientPrivilege:
         return None
-
-
-@contextmanager
-def chunk_lock(conn: psycopg.Connection, src: Source, who: str) -> Iterator[None]:
-    """The consumer's drain lock (cdc.pg.source), for one chunk: waited for in PostgreSQL's
-    lock queue, so that a drain applying batch after batch lets the chunk in between two."""
-    key = source_module.lock_key(src)
-    conn.execute("set lock_timeout = '10s'")
-    while True:
-        try:
-            conn.execute("select pg_advisory_lock(hashtext(%s))", (key,))
-            break
-        except psycopg.errors.LockNotAvailable:
-            log.info("%s: waiting for the drain lock of %s/%s", who, src.queue, src.consumer)
-    try:
-        yield
-    finally:
-        conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
 
 
 class Snapshot:
@@ -196,12 +158,19 @@ class Snapshot:
             )  # fmt: skip
         job = Job(self.pipeline, self.spark, targets, states, self.chunk_rows, partitions)
         job.jdbc_min_rows = self.jdbc_min_rows
-        line = ProgressLine(f"snapshot {targets[0].source}", self.progress)
+        # one reporter for the whole run, counting from the rows a resumed run had copied:
+        # what it shows never goes back (cdc.progress)
+        progress = Progress(
+            f"snapshot of {targets[0].source}",
+            "rows",
+            start=resumed_at,
+            every=PROGRESS_EVERY if self.progress else math.inf,
+        )
         first_chunk = job.state.chunks
         while job.state.state == RUNNING:
             self._chunk(job)
-            line.show(job.state.rows, job.state.rows - resumed_at, job.estimate)
-        line.show(job.state.rows, job.state.rows - resumed_at, job.estimate, final=True)
+            progress.extra = f"{job.state.chunks - first_chunk} chunk(s)"
+            progress.update(job.state.rows, job.estimate)
         result = SnapshotResult(
             targets[0].source,
             job.state.rows - resumed_at,
@@ -211,16 +180,14 @@ class Snapshot:
             job.state.chunks - first_chunk,
             resumed_at,
         )
-        log.info(
-            "snapshot of %s: %d rows in %d chunk(s) into %s in %.1f s (%d quarantined);"
-            " done once the drain applies its next batch",
-            result.table, result.rows, result.chunks, ", ".join(result.targets),
-            result.seconds, result.quarantined,
-        )  # fmt: skip
+        progress.extra = f"{result.chunks} chunk(s) into {', '.join(result.targets)}" + (
+            f", {result.quarantined:,} quarantined" if result.quarantined else ""
+        )
+        progress.finish()  # the summary; done once the drain applies its next batch
         return result
 
     def _chunk(self, job: Job) -> None:
-        """One chunk under the drain lock; a lost connection is tried again (a few times,
+        """One chunk under the table's lock; a lost connection is tried again (a few times,
         then the run stops: run it again, it resumes); a failure of the table's marks the
         snapshot failed and raises."""
         src = self.pipeline.source
@@ -228,7 +195,9 @@ class Snapshot:
             try:
                 with psycopg.connect(src.dsn, autocommit=True) as control:
                     queue = Consumer.for_source(control, src)
-                    with chunk_lock(control, src, f"snapshot of {job.source}"):
+                    with source_module.table_locks(
+                        control, src, [job.source], f"snapshot of {job.source}"
+                    ):
                         job.chunk(_position(queue))
                 return
             except Exception as exc:

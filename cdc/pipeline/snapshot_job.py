@@ -1,10 +1,11 @@
 """One source table's chunked snapshot: the chunk step (read, write, save the progress) and
 the saved states it starts from or resumes (cdc.pipeline.snapshot has the algorithm).
 
-A chunk is read by cdc.pipeline.chunks under the drain lock its caller holds, written to
-every mirror target of the table by a whole-row MERGE (cdc.targets.mirror.Mirror.upsert),
-its rows that do not cast sent to the quarantine, and only then is its progress saved
-(cdc.targets.snapshots): a process killed in between does the chunk again, harmlessly.
+A chunk is read by cdc.pipeline.chunks under the lock its caller holds (the table's, or the
+drain's), written to every mirror target of the table by a whole-row MERGE
+(cdc.targets.mirror.Mirror.upsert), its rows that do not cast sent to the quarantine, and
+only then is its progress saved (cdc.targets.snapshots): a process killed in between does
+the chunk again, harmlessly.
 """
 
 from __future__ import annotations
@@ -103,9 +104,9 @@ class Job:
         return source_module.jdbc_url(self.pipeline.source.dsn)
 
     def chunk(self, position: int | None) -> int:
-        """Reads and writes the next chunk (the drain lock held by the caller), then saves
-        the progress; returns the rows it read. The state becomes COPIED when the chunk was
-        the last."""
+        """Reads and writes the next chunk (the table's or the drain's lock held by the
+        caller), then saves the progress; returns the rows it read. The state becomes COPIED
+        when the chunk was the last."""
         src, table = self.pipeline.source, self.targets[0]
         after = self.state.last_key
         number = self.state.chunks + 1

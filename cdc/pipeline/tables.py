@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from cdc.config import Pipeline, TableMap
+from cdc.config import RESERVED_SUFFIXES, Pipeline, TableMap
 from cdc.errors import ConfigError
 from cdc.names import TableRule, is_catalog_name, target_problem
 from cdc.pg import catalog as pg_catalog
@@ -102,7 +102,9 @@ def resolve(pipeline: Pipeline, catalog: Iterable[tuple[str, str]]) -> Resolutio
 
 def _check(tables: tuple[TableMap, ...], quarantine: str, rules: dict[str, TableRule]) -> None:
     """Each target belongs to one entry, none is reserved, each event name one table."""
-    reserved = {quarantine: "target.quarantine", f"{quarantine}_failing": "the failing marks"}
+    reserved = {quarantine: "target.quarantine"} | {
+        f"{quarantine}{suffix}": what for suffix, what in RESERVED_SUFFIXES.items()
+    }
     by_target: dict[str, TableMap] = {}
     by_source: dict[str, TableMap] = {}
     for t in tables:

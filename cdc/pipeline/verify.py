@@ -1,15 +1,27 @@
 """Verify: a mirror target equals its source table, compared at one consistent point.
 
-The point is a tick T made while the verified source tables are locked in SHARE mode (for a
-few milliseconds: writers wait, readers do not), with a REPEATABLE READ transaction taking
-its snapshot under the same locks: that snapshot and T see the same committed changes of
-those tables. The drain then applies batches one tick at a time up to T, and under the drain
-lock the Delta versions at T are noted; the source as of the snapshot is compared with the
-Delta tables at those versions, while writers and later drains go on.
+The point is a tick T and a REPEATABLE READ snapshot that see the same transactions, taken
+without locking the verified tables (so verify needs no write privilege on them, only what
+the drain needs: ``cdc grant ROLE --as verify``). Connection A begins REPEATABLE READ, exports
+its snapshot (``pg_export_snapshot()``) and calls ``cdc.tick_at_snapshot(queue)``, which
+inserts T with that very snapshot; connection B imports it (``SET TRANSACTION SNAPSHOT``)
+before A commits T. A transaction's changes and its events share its txid, so B sees of
+every table exactly the changes whose events T's batches hold. Ticks must follow each other
+in snapshot order: the function refuses (serialization_failure) when a tick was committed
+after A's snapshot was taken, and verify then makes an ordinary tick and tries again. On a
+real PgQ, which has no such function, T is made while the tables are locked in SHARE mode
+(a few milliseconds; that needs UPDATE on them) and B takes its snapshot under the locks.
+
+The drain then applies batches one tick at a time up to T, and under the drain lock the
+Delta versions at T are noted; the source as of the snapshot is compared with the Delta
+tables at those versions, while writers and later drains go on.
 
 The comparison streams both sides once: row counts and an order-independent hash (the sum of
 a digest of every row, in cdc.pipeline.compare's normal form). Only on a mismatch does a second pass
-find the differing primary keys (a bounded list): missing in Delta, extra in Delta, changed.
+find the differing primary keys (a bounded list): missing in Delta, extra in Delta, changed
+(with its differing columns, from one more pass over the source). A differing key with an
+open quarantined event or snapshot row (cdc.targets.quarantine) is counted apart, as
+quarantined: the Verdict's state is ``differs`` only when some key differs without one.
 """
 
 from __future__ import annotations
@@ -34,7 +46,10 @@ from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table
 
 LOCK_TIMEOUT = "5s"  # waiting longer for the SHARE locks gives up: run verify again
+POINT_ATTEMPTS = 5  # tries at a consistent point while other ticks come in between
 LIMIT = 20  # differing keys shown per table
+COLUMNS_KEPT = 1000  # Delta rows of changed keys kept for their differing columns
+OK, QUARANTINED, DIFFERS = "ok", "quarantined", "differs"  # Verdict.state
 
 
 @dataclass
@@ -47,15 +62,31 @@ class Verdict:
     delta_rows: int = 0
     source_hash: str = ""
     delta_hash: str = ""
-    differences: int = 0  # keys that differ, when the hashes do
-    keys: list[dict[str, Any]] = field(default_factory=list)  # the first ones: kind, key
+    differences: int = 0  # keys that differ, not explained by the quarantine
+    quarantined: int = 0  # keys that differ, each with an open quarantined event
+    # the first ones, real differences first: kind, key, quarantined, and for a changed
+    # key the differing columns
+    keys: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """Source and Delta hold the same rows."""
         return self.source_rows == self.delta_rows and self.source_hash == self.delta_hash
 
+    @property
+    def state(self) -> str:
+        """ok; quarantined: every differing key has an open quarantined event (``cdc
+        quarantine list`` shows them); differs: some key differs without one."""
+        if self.ok:
+            return OK
+        return DIFFERS if self.differences else QUARANTINED
+
+    @property
+    def differs(self) -> bool:
+        return self.state == DIFFERS
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
+        return {**asdict(self), "ok": self.ok, "state": self.state}
 
 
 def _canonical(value: Any) -> str:
@@ -102,8 +133,44 @@ class Verifier:
             snapshot.close()
 
     def _consistent_point(self, maps: list[TableMap]) -> tuple[int, psycopg.Connection]:
-        """Makes tick T under SHARE locks of the source tables, and opens a REPEATABLE READ
-        transaction whose snapshot sees what T sees of them."""
+        """Makes tick T and opens a REPEATABLE READ transaction whose snapshot sees what T
+        sees (see the module): with ``tick_at_snapshot`` when the engine has it, else under
+        SHARE locks of the source tables."""
+        src = self.pipeline.source
+        try:
+            src.engine.query("tick_at_snapshot")
+        except CdcError:
+            return self._locked_point(maps)
+        for _ in range(POINT_ATTEMPTS):
+            snapshot = psycopg.connect(src.dsn)
+            snapshot.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            snapshot.read_only = True
+            with psycopg.connect(src.dsn) as ticker:
+                ticker.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                try:
+                    exported = ticker.execute("select pg_export_snapshot()").fetchone()[0]
+                    tick_id = src.engine.call(ticker, "tick_at_snapshot", queue=src.queue)
+                    snapshot.execute(
+                        sql.SQL("set transaction snapshot {}").format(sql.Literal(exported))
+                    )
+                    ticker.commit()
+                    return int(tick_id), snapshot
+                except psycopg.errors.SerializationFailure:
+                    ticker.rollback()
+                    snapshot.close()
+                    ticker.autocommit = True
+                    Consumer.for_source(ticker, src).tick()  # T-1 visible to the next try
+                except BaseException:
+                    snapshot.close()
+                    raise
+        raise CdcError(
+            f"queue {src.queue} kept ticking while verify took its point"
+            f" ({POINT_ATTEMPTS} tries): run verify again"
+        )
+
+    def _locked_point(self, maps: list[TableMap]) -> tuple[int, psycopg.Connection]:
+        """T made under SHARE locks of the source tables, B's snapshot taken under them (an
+        engine without ``tick_at_snapshot``: a real PgQ)."""
         src = self.pipeline.source
         snapshot = psycopg.connect(src.dsn)
         snapshot.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -182,6 +249,7 @@ class Verifier:
         for row in self._source_rows(snapshot, m, cols):
             expected[tuple(row[i] for i in key_at)] = digest(row)
         found: list[tuple[str, tuple[Any, ...]]] = []
+        changed: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # key -> Delta row (bounded)
         for row in self._delta_rows(m, cols, version):
             key = tuple(row[i] for i in key_at)
             want = expected.pop(key, None)
@@ -189,13 +257,53 @@ class Verifier:
                 found.append(("extra in Delta", key))
             elif want != digest(row):
                 found.append(("changed", key))
+                if len(changed) < COLUMNS_KEPT:
+                    changed[key] = row
         found.extend(("missing in Delta", key) for key in expected)
-        verdict.differences = len(found)
-        verdict.keys = [
-            {"kind": kind, "key": dict(zip(key_names, map(_plain, key), strict=True))}
-            for kind, key in sorted(found, key=lambda f: (f[0], repr(f[1])))[: self.limit]
-        ]
+        held = compare.quarantined_keys(self.spark, self.pipeline, m.source, key_names)
+        marked = [(kind, key, compare.key_text(key) in held) for kind, key in found]
+        verdict.quarantined = sum(1 for _, _, q in marked if q)
+        verdict.differences = len(found) - verdict.quarantined
+        shown = sorted(marked, key=lambda f: (f[2], f[0], repr(f[1])))[: self.limit]
+        columns = self._differing_columns(
+            snapshot, m, cols, key_at, {k: changed[k] for kind, k, _ in shown if k in changed}
+        )
+        verdict.keys = []
+        for kind, key, held_key in shown:
+            entry: dict[str, Any] = {
+                "kind": kind,
+                "key": dict(zip(key_names, map(_plain, key), strict=True)),
+                "quarantined": held_key,
+            }
+            if key in columns:
+                entry["columns"] = columns[key]
+            verdict.keys.append(entry)
         return verdict
+
+    def _differing_columns(
+        self,
+        snapshot: psycopg.Connection,
+        m: TableMap,
+        cols: list[pgtypes.Column],
+        key_at: list[int],
+        delta: dict[tuple[Any, ...], tuple[Any, ...]],
+    ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+        """Per changed key shown, its differing columns with both values (one more pass over
+        the source, only when there are such keys)."""
+        if not delta:
+            return {}
+        out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for row in self._source_rows(snapshot, m, cols):
+            key = tuple(row[i] for i in key_at)
+            theirs = delta.get(key)
+            if theirs is None:
+                continue
+            out[key] = [
+                {"column": c.name, "source": _plain(a), "delta": _plain(b)}
+                for c, a, b in zip(cols, row, theirs, strict=True)
+                if _canonical(a) != _canonical(b)
+            ]
+        return out
 
 
 def _plain(value: Any) -> Any:

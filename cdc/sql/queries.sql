@@ -166,3 +166,53 @@ select cdc.remove_capture_rule(%(rule)s);
 
 -- name: capture_rules
 select * from cdc.get_capture_rules();
+
+-- name: next_batch_ticks
+-- What the drain reads besides its batches, through functions a cdc_reader member may call
+-- (queue/functions/cdc.reader_info.sql); queries_pgq.sql reads PgQ's tables instead.
+select cdc.next_batch_ticks(%(queue)s, %(consumer)s, %(max_events)s);
+
+-- name: queue_has_new_events
+select cdc.queue_has_new_events(%(queue)s);
+
+-- name: tick_snapshot
+select cdc.get_tick_snapshot(%(queue)s, %(tick_id)s);
+
+-- name: consumer_position
+select last_tick from cdc.get_consumer_info()
+ where queue_name = %(queue)s and consumer_name = %(consumer)s;
+
+-- name: tick_at_snapshot
+select cdc.tick_at_snapshot(%(queue)s);
+
+-- name: table_readable
+-- Whether the session's role may read a table (USAGE on its schema, SELECT on it), and its
+-- quoted name; no row when there is no such table.
+select has_schema_privilege(c.relnamespace, 'usage') and has_table_privilege(c.oid, 'select'),
+       format('%%I.%%I', n.nspname, c.relname)
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+ where n.nspname = %s and c.relname = %s;
+
+-- name: may_grant_role
+-- Whether the session's role may grant membership of a group role: a superuser, a holder
+-- of its ADMIN OPTION (its creator, from PostgreSQL 16), or before 16 any CREATEROLE role.
+select r.rolsuper
+       or case when to_regrole(%(group)s) is null then false
+               else pg_has_role(to_regrole(%(group)s), 'MEMBER WITH ADMIN OPTION') end
+       or (r.rolcreaterole and current_setting('server_version_num')::int < 160000)
+  from pg_roles r where r.rolname = current_user;
+
+-- name: group_functions
+-- The cdc functions a group role may execute here (or, when it does not exist, those
+-- named), but for those PUBLIC may: what `cdc grant` grants directly in its place.
+select p.oid::regprocedure::text
+  from pg_proc p
+ where p.pronamespace = 'cdc'::regnamespace and p.proname !~ '^_'
+   and (p.proname = any (%(names)s::text[])
+        or case when to_regrole(%(group)s) is null then false
+                else has_function_privilege(to_regrole(%(group)s), p.oid, 'execute') end)
+   and not has_function_privilege('public', p.oid, 'execute')
+ order by 1;
+
+-- name: consumer_owner
+select owner, allowed from cdc.consumer_owner(%(queue)s, %(consumer)s);

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import StructType
 
+from cdc.targets import catalog
 from cdc.targets.table import Commit, TableRef, quote
 
 __all__ = [
@@ -143,6 +144,8 @@ def ensure(
         builder.property("delta.enableDeletionVectors", "true").property(
             "delta.columnMapping.mode", "name"
         ).execute()
+        if ref.name:  # a catalog target: its name in the catalog, from now on
+            catalog.register_table(spark, ref)
         return
     existing = {f.name.lower() for f in schema(spark, ref).fields}
     add_columns(spark, ref, [(n, t) for n, t in columns if n.lower() not in existing])
@@ -316,7 +319,19 @@ class LocalTable:
         return self._table.version()
 
     def rows(self) -> int:
-        return self._table.count()
+        """Its live rows: each file's record count from the log less the rows its deletion
+        vector removes (delta-rs' ``count()`` counts those too); a count over the table when
+        a file has no statistics."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        records = pa.table(self._table.get_add_actions()).column("num_records")
+        if records.null_count:
+            [row] = self.query("t", "select count(*) as n from t")
+            return int(row["n"])
+        vectors = pa.table(self._table.deletion_vectors()).column("selection_vector")
+        deleted = pc.sum(pc.invert(pc.list_flatten(vectors))).as_py() if len(vectors) else 0
+        return int(pc.sum(records).as_py() or 0) - int(deleted or 0)
 
     def committed(self, app_id: str) -> int | None:
         """The last version (tick) that appId committed, or None."""

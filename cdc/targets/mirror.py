@@ -64,6 +64,13 @@ def _pruning(columns: list[Column], key_range: tuple[str, str] | None) -> str:
     return f" and t.{quote(first.name)} between {low_sql} and {high_sql}"
 
 
+def _nothing_in(spark: SparkSession, ref: TableRef, pruning: str) -> bool:
+    """Whether the target holds no row in the pruning range (``_pruning``'s condition on
+    ``t``): files whose statistics lie outside it are not read."""
+    condition = pruning.removeprefix(" and ")
+    return delta_table.read(spark, ref).alias("t").where(condition).limit(1).count() == 0
+
+
 class Mirror(TargetKind):
     """The source's rows by key (see the module docstring)."""
 
@@ -116,8 +123,9 @@ class Mirror(TargetKind):
         """Writes snapshot rows (columns named as the source's) as whole rows, in one MERGE
         with no commit identity: a key the target holds gets every column of the row, a key
         it lacks is inserted, nothing is deleted (a chunk of a chunked snapshot,
-        cdc.pipeline.snapshot). Pruned by the rows' first key range, in Spark's order.
-        Creates the target (or adds the columns it lacks) first."""
+        cdc.pipeline.snapshot). Pruned by the rows' first key range, in Spark's order; when
+        the target holds no row in that range, the rows are appended instead (the same
+        result, no joins). Creates the target (or adds the columns it lacks) first."""
         schema = self.ensure(spark, ref, columns)
         source = rows.select(
             *[F.col(quote(c.name)).alias(value(i)) for i, c in enumerate(columns)],
@@ -141,7 +149,23 @@ class Mirror(TargetKind):
                 else:
                     keys.append(f"{target} = s.{value(i)}")
         key_range = None if low is None or high is None else (low, high)
-        on = " and ".join(keys) + _pruning(columns, key_range)
+        pruning = _pruning(columns, key_range)
+        if pruning and _nothing_in(spark, ref, pruning):
+            # the target holds no row of the chunk's first-key range (an initial copy): the
+            # MERGE would insert every row; an append writes the same rows without its joins.
+            # The caller holds the table's lock: no batch writes the range meanwhile
+            given = {c.name for c in columns}
+            delta_table.append(
+                rows.select(
+                    *[
+                        (F.col(quote(n)) if n in given else F.lit(None)).cast(t).alias(n)
+                        for n, t in schema
+                    ]
+                ),
+                ref,
+            )
+            return
+        on = " and ".join(keys) + pruning
         names = [quote(n) for n, _ in schema]
         sets = ", ".join(f"{n} = s.{value(i)}" for i, n in enumerate(names))
         values = ", ".join(f"s.{value(i)}" for i in range(len(names)))

@@ -2,9 +2,10 @@
 importable without Spark.
 
 - ``TableRef.of(base, name)`` is the one place that decides where a configured target lives:
-  a catalog table when the name holds a dot and no slash (``lake.orders``), else a path below
-  the pipeline's ``target.path``. Every reader and writer of a target takes the TableRef:
-  ``is_path`` says which of the two it is, ``sql_name`` how Spark SQL names it.
+  a path below the pipeline's ``target.path``; for a catalog name (``lake.orders``: a dot and
+  no slash) the folder cdc.targets.catalog derives from it, the name kept as ``name`` (the
+  catalog registers the table under it). Every reader and writer of a target takes the
+  TableRef and reads or writes its path; ``sql_name`` is how Spark SQL names it.
 - ``Commit`` is Delta's idempotent-write identity (txnAppId, txnVersion): the appId is
   ``queue@incarnation/consumer/target`` (``queue/consumer/target`` before queue incarnations,
   or when the engine cannot tell them), the version the batch's tick id. A write marked with
@@ -17,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from cdc.targets import catalog
 
 if TYPE_CHECKING:
     from cdc.config import Source
@@ -31,16 +34,18 @@ def quote(name: str) -> str:
 
 @dataclass(frozen=True)
 class TableRef:
-    """A target table: a path (it holds a ``/``) or a catalog name (``db.table``)."""
+    """A target table: a path (it holds a ``/``) or, made by hand only, a bare catalog name
+    (``db.table``); a configured catalog target is a path with its catalog name."""
 
     location: str
+    name: str = ""  # the catalog name of a catalog target (db.table), "" for a path target
 
     @classmethod
     def of(cls, base: str, name: str) -> TableRef:
-        """The table of a configured target name: a catalog name (``db.table``), or a path
-        below base."""
-        if "." in name and "/" not in name:
-            return cls(name)
+        """The table of a configured target name: a path below base, or for a catalog name
+        (``db.table``) the folder cdc.targets.catalog gives it, with the name."""
+        if catalog.is_name(name):
+            return cls(catalog.location(base, name), name)
         return cls(str(Path(base) / name))
 
     @property

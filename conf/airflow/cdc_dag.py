@@ -1,9 +1,9 @@
 """Airflow DAG: drain the queue into Delta every 5 minutes, verify hourly, maintain nightly.
 
-Needs apache-airflow-providers-apache-spark and a Spark connection ``spark_default`` (its
-master: local[*], spark://host:7077 or yarn). The Delta and JDBC packages are fetched by
-Spark from Maven (``packages``); the ``cdc`` package must be installed in the Python that
-Spark's driver and executors use.
+Each task runs ``cdc`` from the virtual environment the wheel is installed in (docs/operations.md,
+"Running on a cluster"): ``cdc submit`` builds the spark-submit command (the master and Spark
+settings from the pipeline file's [spark] section, Delta's jars, quiet logs), so nothing here
+repeats them. The worker needs Java 17 and network access to the master and to PostgreSQL.
 """
 
 from __future__ import annotations
@@ -12,18 +12,9 @@ from datetime import datetime, timedelta
 
 from airflow import DAG
 from airflow.operators.bash import BashOperator
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+CDC = "/opt/cdc/venv/bin/cdc"
 CONFIG = "/etc/cdc/pipeline.toml"
-JOBS = "/opt/cdc/jobs"
-SPARK = {
-    "conn_id": "spark_default",
-    "packages": "io.delta:delta-spark_4.2_2.13:4.4.0,org.postgresql:postgresql:42.7.14",
-    "conf": {
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    },
-}
 # every DAG here: no backfill, one run at a time (for the drain, the drain lock would make a
 # second one wait anyway), two retries a minute apart
 SCHEDULING = {
@@ -34,21 +25,14 @@ SCHEDULING = {
 }
 
 with DAG("cdc_drain", schedule="*/5 * * * *", **SCHEDULING) as drain_dag:
-    SparkSubmitOperator(
+    BashOperator(
         task_id="drain",
-        application=f"{JOBS}/drain.py",
-        application_args=["--config", CONFIG, "--until-caught-up"],
-        **SPARK,
+        bash_command=f"{CDC} submit drain --config {CONFIG} --until-caught-up",
     )
 
 with DAG("cdc_verify", schedule="@hourly", **SCHEDULING) as verify_dag:
-    # exit code 1 when a table differs: the task fails and alerts
-    BashOperator(task_id="verify", bash_command=f"cdc verify --config {CONFIG}")
+    # a non-zero exit (4: a table differs) fails the task, which alerts
+    BashOperator(task_id="verify", bash_command=f"{CDC} verify --config {CONFIG}")
 
 with DAG("cdc_maintain", schedule="15 3 * * *", **SCHEDULING) as maintain_dag:
-    SparkSubmitOperator(
-        task_id="maintain",
-        application=f"{JOBS}/maintain.py",
-        application_args=["--config", CONFIG],
-        **SPARK,
-    )
+    BashOperator(task_id="maintain", bash_command=f"{CDC} submit maintain --config {CONFIG}")

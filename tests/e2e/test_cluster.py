@@ -1,5 +1,5 @@
 """The drain job on a real cluster manager: a Spark standalone master and one worker started
-from the pyspark install, and `spark-submit --master spark://...` running jobs/drain.py, with
+from the pyspark install, and `spark-submit --master spark://...` running cdc/jobs/drain.py, with
 sql-format events so that the executors (other processes) run the package's Python too."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import psycopg
 import pyspark
 import pytest
 
-from cdc import jars
+from cdc import jars, jobs
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
@@ -26,7 +26,6 @@ from cdc.pipeline import compare
 pytestmark = pytest.mark.spark
 
 SPARK_HOME = Path(pyspark.__file__).parent
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _port() -> int:
@@ -110,7 +109,7 @@ def test_drain_job_on_a_standalone_cluster(standalone, dsn, spark, tmp_path):
          "--conf", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
          "--conf",
          "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog",
-         str(ROOT / "jobs" / "drain.py"), "--config", str(conf), "--until-caught-up"],
+         str(jobs.script("drain")), "--config", str(conf), "--until-caught-up"],
         env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]

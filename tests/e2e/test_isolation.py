@@ -206,7 +206,8 @@ def test_a_dropped_table_fails_alone_and_resync_recovers_it(db, dsn, spark, tmp_
             "failing since tick" in why for _, why in quarantined(spark, root)
         )
     proc = cli("status", "--config", str(conf))
-    assert proc.returncode == 1 and "FAILING c" in proc.stdout, proc.stdout + proc.stderr
+    # exit 3: unhealthy (cdc.cli.exitcodes.UNHEALTHY)
+    assert proc.returncode == 3 and "FAILING c" in proc.stdout, proc.stdout + proc.stderr
     result = resync(pipeline, spark, "public.c", progress=False)
     assert result.cleared == ("c",) and result.rows == 3
     assert not [t for t in status.collect(pipeline).tables if t.failing]

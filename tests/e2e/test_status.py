@@ -1,6 +1,6 @@
 """cdc status and the Prometheus metrics: queue, consumer and tables of a real pipeline after a
-real drain; a stalled ticker flagged; the ticker's and a follow-mode drain's metrics served
-over HTTP."""
+real drain; idle is healthy, old pending events are not; rows deleted through deletion vectors
+are not counted; the ticker's and a follow-mode drain's metrics served over HTTP."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from cdc import cli, config
+from cdc.cli import exitcodes
 from cdc.ops import status
 from cdc.pg import capture
 from cdc.pg.capture import CaptureOptions
@@ -80,26 +81,48 @@ def test_status_shows_queue_consumer_and_tables(pipeline, capsys):
     assert a.delta_version is not None and a.delta_version >= 1
     assert a.quarantined == 0 and state.quarantined_other == 1
     assert a.dead_letters == 0
-    assert not state.queue.stalled
+    assert state.health.state == status.OK
     assert cli.main(["status", "--config", str(pipeline.path), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["tables"][0]["rows"] == 40
     assert cli.main(["status", "--config", str(pipeline.path)]) == 0
     text = capsys.readouterr().out
-    assert "ticker ok" in text and "public.a" in text
+    assert text.startswith("health: ok\n") and "public.a" in text
     assert cli.main(["status", "--config", str(pipeline.path), "--prometheus"]) == 0
     prom = capsys.readouterr().out
     assert 'cdc_table_rows{target="a"} 40.0' in prom
     assert 'cdc_consumer_pending_events{consumer="delta",queue="q"} 0.0' in prom
 
 
-def test_a_stalled_ticker_is_flagged(pipeline, capsys):
+def test_idle_after_a_drain_is_healthy_until_events_wait(pipeline, capsys):
+    """An hour without a tick right after a good drain: healthy (exit 0). An event waiting
+    that long: unhealthy (exit 3), in every output."""
+    config_file = str(pipeline.path)
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
-        conn.execute("select cdc.set_queue_config('q', 'ticker_idle_period', '1 second')")
-    time.sleep(2.5)
-    assert status.collect(pipeline).queue.stalled
-    assert cli.main(["status", "--config", str(pipeline.path)]) == 1
-    assert "ticker STALLED" in capsys.readouterr().out
+        conn.execute("update cdc.tick set tick_time = tick_time - interval '1 hour'")
+        assert cli.main(["status", "--config", config_file]) == exitcodes.OK
+        assert capsys.readouterr().out.startswith("health: ok\n")
+        conn.execute("insert into a values (300, 'late')")
+        conn.execute("update cdc.event set ev_time = ev_time - interval '1 hour'")
+    for output in ([], ["--json"], ["--prometheus"]):
+        assert cli.main(["status", "--config", config_file, *output]) == exitcodes.UNHEALTHY
+    assert 'cdc_pipeline_unhealthy{queue="q"} 1.0' in capsys.readouterr().out
+
+
+def test_rows_deleted_through_deletion_vectors_are_not_counted(pipeline, spark):
+    """A second drain deletes rows through deletion vectors: status counts the live rows (the
+    log's record counts alone would still count them), in text, JSON and the metric."""
+    from deltalake import DeltaTable
+
+    with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
+        conn.execute("delete from a where id <= 10")
+    with Drain(pipeline, spark) as drain:
+        drain.run()
+    [a] = status.collect(pipeline).tables
+    assert DeltaTable(a.location).count() == 40  # record counts: deleted rows included
+    assert a.rows == 30
+    prom = status.to_prometheus(status.collect(pipeline))
+    assert 'cdc_table_rows{target="a"} 30.0' in prom
 
 
 def test_the_ticker_serves_metrics(pipeline):

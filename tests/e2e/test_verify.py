@@ -1,5 +1,6 @@
 """cdc verify: source and Delta compared at one consistent point, with writers running; a
-corrupted Delta table is caught, with its differing keys and exit code 1."""
+corrupted Delta table is caught, with its differing keys (the changed columns named) and exit
+code DIFFERS."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import psycopg
 import pytest
 
 from cdc import cli
+from cdc.cli import exitcodes
 from cdc.pg import capture
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
@@ -62,11 +64,15 @@ def test_verify_finds_a_corrupted_table(replicated, spark, tmp_path, capsys):
     spark.sql(f"delete from {target} where id = 30")
     spark.sql(f"insert into {target} (id, t) values (999999, 'stray')")
     code = cli.main(["verify", "public.s", "--config", str(config_file), "--json"])
-    assert code == 1
+    assert code == exitcodes.DIFFERS
     [v] = json.loads(capsys.readouterr().out)
     assert not v["ok"]
     assert v["differences"] == 3
     assert v["source_rows"] == v["delta_rows"]  # one missing, one extra: counts alone agree
+    assert v["state"] == "differs" and v["quarantined"] == 0
+    changed = next(k for k in v["keys"] if k["kind"] == "changed")
+    assert changed["columns"] == [{"column": "t", "source": changed["columns"][0]["source"],
+                                   "delta": "corrupt"}]  # fmt: skip
     assert {(k["kind"], k["key"]["id"]) for k in v["keys"]} == {
         ("changed", 20),
         ("missing in Delta", 30),

@@ -17,6 +17,7 @@ import pytest
 from psycopg import sql
 
 from cdc import __version__, errors
+from cdc.pg import privileges
 from cdc.pg.queue import Batch, BatchInfo, Consumer, Producer, Queue
 from tests.support.databases import TEMPLATE, create_database, drop_database
 from tests.support.roles import LoginRoles
@@ -26,26 +27,8 @@ PUBLIC_FUNCS = frozenset(
     {"get_queue_info", "get_consumer_info", "get_batch_info", "get_queue_incarnation", "version"}
 )
 WRITER_FUNCS = frozenset({"insert_event", "current_event_table"})
-READER_FUNCS = frozenset(
-    {
-        "register_consumer",
-        "register_consumer_at",
-        "unregister_consumer",
-        "next_batch",
-        "next_batch_info",
-        "next_batch_custom",
-        "get_batch_events",
-        "open_batch_cursor",
-        "finish_batch",
-        "event_retry",
-        "batch_retry",
-        "event_dead",
-        "ticker",
-        "force_tick",
-        "get_capture_aliases",
-        "get_capture_info",
-    }
-)
+# the database's grants are checked against the list the pre-flight checks use
+READER_FUNCS = frozenset(privileges.READER_FUNCTIONS)
 
 RoleConn = Callable[[str | None], psycopg.Connection]
 

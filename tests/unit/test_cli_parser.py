@@ -88,7 +88,8 @@ def test_dsn_option_is_declared_once() -> None:
         if any("--dsn" in a.option_strings for a in parser._actions)
     }
     assert with_dsn == {
-        "install", "uninstall", "queue", "attach", "detach", "triggers", "rules", "ticker"
+        "install", "uninstall", "queue", "attach", "detach", "triggers", "rules", "ticker",
+        "consumer", "grant",
     }  # fmt: skip
     assert defaults("ticker", "--dsn", "a", "--dsn", "b").dsn == ["a", "b"]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cdc import cli
+from cdc.cli import submit
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -32,6 +33,14 @@ def test_systemd_units_run_cdc_commands(unit: Path) -> None:
     assert "[Install]" in text and "Restart=" in text
 
 
+def _parse_cdc(argv: list[str]) -> None:
+    """A cdc command line; for ``cdc submit``, the job's own arguments too."""
+    _parse(argv)
+    if argv[0] == "submit":
+        job_args, _, _ = submit.split_arguments(argv[2:])
+        _parse([argv[1], *job_args])
+
+
 def test_cron_lines_run_the_jobs() -> None:
     lines = [
         x
@@ -39,33 +48,34 @@ def test_cron_lines_run_the_jobs() -> None:
         if x and not x.startswith("#") and "=" not in x.split()[0]
     ]
     assert len(lines) == 3
+    submitted = []
     for line in lines:
         fields = line.split(None, 6)
         assert len(fields) == 7 and fields[5] == "cdc"  # five times, the user, the command
-        job = re.search(r"/jobs/(\w+)\.py (.*?)(?: >>|$)", fields[6])
-        if job:
-            _parse([job.group(1), *shlex.split(job.group(2))])
-            continue
-        command = re.search(r"(?:^|; )cdc (.*?)(?: >>|$)", fields[6])  # the cdc command itself
+        # the cdc command itself (after a flock, or a shell's ;)
+        command = re.search(r"(?:^|; |flock -n \S+ )cdc (.*?)(?: >>|$)", fields[6])
         assert command, line
-        _parse(shlex.split(command.group(1)))
+        argv = shlex.split(command.group(1))
+        _parse_cdc(argv)
+        submitted += argv[1:2] if argv[0] == "submit" else []
+    assert submitted == ["drain", "maintain"]
 
 
-def test_the_airflow_dag_compiles_and_its_jobs_parse() -> None:
+def test_the_airflow_dag_compiles_and_its_commands_parse() -> None:
     source = (CONF / "airflow" / "cdc_dag.py").read_text()
     tree = ast.parse(source)
     compile(tree, "cdc_dag.py", "exec")
-    calls = [
-        node
+    commands = [
+        ast.unparse(kw.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "SparkSubmitOperator"
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "BashOperator"
+        for kw in node.keywords
+        if kw.arg == "bash_command"
     ]
-    assert len(calls) == 2
-    for call in calls:
-        kw = {k.arg: k.value for k in call.keywords if k.arg}
-        app = ast.unparse(kw["application"])
-        command = re.search(r"/(\w+)\.py", app).group(1)
-        args = [ast.literal_eval(a) if not isinstance(a, ast.Name) else "conf.toml"
-                for a in kw["application_args"].elts]  # fmt: skip
-        _parse([command, *args])
-    assert 'bash_command=f"cdc verify --config {CONFIG}"' in source
+    assert len(commands) == 3
+    for command in commands:  # f'{CDC} submit drain --config {CONFIG} ...'
+        text = command.removeprefix("f").strip("'\"").replace("{CONFIG}", "conf.toml")
+        argv = shlex.split(text)
+        assert argv[0] == "{CDC}"
+        _parse_cdc(argv[1:])
+    assert 'CDC = "/opt/cdc/venv/bin/cdc"' in source

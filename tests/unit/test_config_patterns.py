@@ -254,7 +254,7 @@ def test_catalog_template_per_schema() -> None:
     pipe = pipeline({"source": "sales.*", "target": "lake_{schema}.{table}"})
     res = resolve(pipe, CATALOG)
     assert [t.target for t in res.pipeline.tables] == ["lake_sales.orders", "lake_sales.tmp_1"]
-    assert pipe.table("lake_sales.orders").is_path is False
+    assert pipe.table("lake_sales.orders").name == "lake_sales.orders"
 
 
 def test_duplicate_target_names_both_sources() -> None:

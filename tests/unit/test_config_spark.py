@@ -79,8 +79,11 @@ def test_the_commented_example_in_conf_parses() -> None:
     assert block, "conf/pipeline.toml has no commented [spark] example"
     example = "[spark]\n" + "".join(line[2:] + "\n" for line in block.group(1).splitlines())
     assert dict(with_spark(example).spark) == {
+        "spark.master": "local[4]",
         "spark.driver.memory": "4g",
         "spark.sql.shuffle.partitions": "8",
+        "spark.hadoop.fs.s3a.access.key": "${AWS_ACCESS_KEY_ID}",
+        "spark.hadoop.fs.s3a.secret.key": "${AWS_SECRET_ACCESS_KEY}",
     }
 
 

@@ -41,7 +41,7 @@ def test_a_good_configuration_parses():
     assert pipe.source.queue_schema == "cdc"
     assert pipe.tables[0].mode == "mirror"
     assert pipe.location("orders") == "/data/delta/orders"
-    assert pipe.location("lake.orders") == "lake.orders"
+    assert pipe.location("lake.orders") == "/data/delta/_spark_warehouse/lake.db/orders"
     assert pipe.metrics_port is None
     assert config.parse({**GOOD, "metrics": {"port": 9187}}).metrics_port == 9187
 

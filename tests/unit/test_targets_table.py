@@ -12,12 +12,16 @@ from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 SOURCE = Source(dsn="postgresql://x/y", queue="orders", consumer="delta")
 
 
-def test_a_target_name_is_a_path_below_the_base_unless_it_is_a_catalog_name():
-    """db.table is a catalog name; anything else, a folder under the base path."""
+def test_a_target_name_is_a_path_below_the_base_a_catalog_name_keeps_its_name():
+    """db.table is a catalog name at a folder under the base's _spark_warehouse; anything
+    else, a folder under the base path."""
     assert TableRef.of("/data/delta", "orders") == TableRef("/data/delta/orders")
-    assert TableRef.of("/data/delta", "lake.orders") == TableRef("lake.orders")
+    assert TableRef.of("/data/delta", "lake.orders") == TableRef(
+        "/data/delta/_spark_warehouse/lake.db/orders", "lake.orders"
+    )
     assert TableRef.of("/data/delta", "sub/v1.2") == TableRef("/data/delta/sub/v1.2")
-    assert TableRef("/data/delta/orders").is_path and not TableRef("lake.orders").is_path
+    assert TableRef.of("/data/delta", "lake.orders").is_path
+    assert not TableRef("lake.orders").is_path
 
 
 def test_sql_names_escape_backticks():

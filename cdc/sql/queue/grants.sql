@@ -25,7 +25,12 @@ begin
                             'next_batch', 'next_batch_info', 'next_batch_custom',
                             'get_batch_events', 'open_batch_cursor', 'finish_batch',
                             'event_retry', 'batch_retry', 'event_dead',
-                            'ticker', 'force_tick', 'get_capture_aliases', 'get_capture_info')
+                            'ticker', 'force_tick', 'get_capture_aliases', 'get_capture_info',
+                            -- what the drain, snapshot, verify and status read besides
+                            -- batches (queue/functions/cdc.reader_info.sql, cdc.status.sql)
+                            'next_batch_ticks', 'queue_has_new_events', 'get_tick_snapshot',
+                            'get_dead_letter_counts', 'tick_at_snapshot', 'consumer_owner',
+                            'get_consumer_status')
                 then 'cdc_reader'
             else 'cdc_admin'
         end;

@@ -42,3 +42,5 @@
 \ir functions/cdc.ticker.sql
 \ir functions/cdc.maint.sql
 \ir functions/cdc.info.sql
+\ir functions/cdc.reader_info.sql
+\ir functions/cdc.status.sql

@@ -1,0 +1,16 @@
+"""Maintenance job for spark-submit: OPTIMIZE (ordered by the first key column) and VACUUM the
+pipeline's Delta tables; safe beside a running drain (see cdc.ops.maintain).
+
+``cdc submit`` builds the command (``--print`` shows it)::
+
+    cdc submit maintain --config pipeline.toml [--retain-hours 168] [TARGET ...]
+
+By hand: as in cdc/jobs/drain.py, with this script (``cdc.jobs.script("maintain")``).
+"""
+
+import sys
+
+from cdc.jobs import run
+
+if __name__ == "__main__":
+    sys.exit(run("maintain", sys.argv[1:]))

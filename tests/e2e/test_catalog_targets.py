@@ -1,0 +1,224 @@
+"""Catalog targets (``db.table``) through every command, as a user runs them: snapshot, drain,
+verify, status, sql and maintain from the command line, each its own process, in an empty
+working directory that stays empty. The table's files live at target.path/_spark_warehouse/
+uxdb.db/reviews and every command finds it there; ``cdc sql`` names it uxdb.reviews.
+
+Also `cdc sql`'s errors (one line, exit 1) and its interactive mode (many statements, one
+session), run in this process on the tests' session."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from cdc import config
+from cdc.cli import exitcodes, main
+from cdc.errors import ConfigError
+from cdc.ops import query
+from cdc.pg import capture
+from cdc.pg.capture import CaptureOptions
+from cdc.pg.queue import Consumer, Queue
+from cdc.targets import catalog
+from cdc.targets.table import TableRef
+
+pytestmark = pytest.mark.spark
+
+TARGET = "uxdb.reviews"
+
+
+def cdc(work: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cdc.cli", *args],
+        cwd=work,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == exitcodes.OK, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def write_conf(tmp_path: Path, dsn: str, target: str = TARGET, extra: str = "") -> Path:
+    conf = tmp_path / "pipeline.toml"
+    conf.write_text(
+        f"[source]\ndsn = '{dsn}'\nqueue = 'q'\nconsumer = 'delta'\n"
+        f"[target]\npath = '{tmp_path / 'delta'}'\n"
+        f"[[tables]]\nsource = 'public.reviews'\ntarget = '{target}'\n{extra}"
+    )
+    return conf
+
+
+@pytest.fixture
+def source(conn: psycopg.Connection) -> psycopg.Connection:
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table reviews (id int primary key, stars int, body text)")
+    capture.attach(conn, "public.reviews", CaptureOptions(queue="q"))
+    conn.execute("insert into reviews select g, g % 5, 'r' || g from generate_series(1, 40) g")
+    return conn
+
+
+@pytest.mark.timeout(1800)  # six processes, each starting its own JVM
+def test_a_catalog_target_through_every_command(
+    source: psycopg.Connection, dsn: str, tmp_path: Path
+) -> None:
+    """uxdb.reviews (its database created as needed): snapshot, drain, verify, status, sql
+    (describe detail, show tblproperties) and maintain all find the one table; nothing is
+    written to the working directory."""
+    conf = write_conf(tmp_path, dsn)
+    work = tmp_path / "work"
+    work.mkdir()
+    folder = tmp_path / "delta" / "_spark_warehouse" / "uxdb.db" / "reviews"
+
+    ok(cdc(work, "snapshot", "public.reviews", "--config", str(conf)))
+    source.execute("update reviews set stars = 5 where id <= 10")
+    source.execute("delete from reviews where id > 35")
+    source.execute("insert into reviews values (41, 1, 'late')")
+    ok(cdc(work, "drain", "--config", str(conf)))
+    assert (folder / "_delta_log").is_dir()
+
+    ok(cdc(work, "verify", "--config", str(conf)))
+
+    status = cdc(work, "status", "--config", str(conf), "--json")
+    assert status.returncode != exitcodes.COULD_NOT_RUN, status.stderr
+    (table,) = json.loads(status.stdout)["tables"]
+    assert (table["target"], table["exists"], table["rows"]) == (TARGET, True, 36)
+    assert Path(table["location"]) == folder
+
+    statements = (
+        f"describe detail {TARGET};\n"
+        f"show tblproperties {TARGET};\n"
+        f"select count(*) as n, sum(stars) as s from {TARGET};\n"
+    )
+    out = ok(cdc(work, "sql", "--config", str(conf), "--format", "json", stdin=statements))
+    detail, *rest = [json.loads(line) for line in out.splitlines()]
+    assert Path(detail["location"].removeprefix("file:")) == folder
+    assert detail["format"] == "delta"
+    properties = {r["key"]: r["value"] for r in rest if "key" in r}
+    assert properties["delta.columnMapping.mode"] == "name"
+    expected = source.execute("select count(*), sum(stars) from reviews").fetchone()
+    assert [(r["n"], r["s"]) for r in rest if "n" in r] == [expected]
+
+    out = ok(cdc(work, "maintain", "--config", str(conf)))
+    assert TARGET in out
+
+    assert list(work.iterdir()) == []
+
+
+def test_a_name_the_session_holds_elsewhere_is_taken_over_only_when_session_only(
+    spark, tmp_path: Path
+) -> None:
+    """In Spark's in-memory catalog a name registered at another path (another pipeline in this
+    session) is moved to the pipeline's table; the old table's files stay."""
+    for n, base in enumerate((tmp_path / "one", tmp_path / "two")):
+        ref = TableRef.of(str(base), "movedb.t")
+        spark.range(n + 1).write.format("delta").save(ref.location)
+        catalog.register_table(spark, ref)
+        assert spark.table("movedb.t").count() == n + 1
+    assert (tmp_path / "one" / "_spark_warehouse" / "movedb.db" / "t" / "_delta_log").is_dir()
+
+
+def test_sql_errors_are_one_line_and_exit_1(
+    source: psycopg.Connection, dsn: str, tmp_path: Path, spark, capsys
+) -> None:
+    """A syntax error, an unknown table: `cdc: error: ...` on one line, exit code 1."""
+    conf = write_conf(tmp_path, dsn)
+    assert main(["sql", "--config", str(conf), "selec 1"]) == exitcodes.COULD_NOT_RUN
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cdc: error: [PARSE_SYNTAX_ERROR]"), err
+    assert "fix the statement's syntax" in err[0]
+
+    assert main(["sql", "--config", str(conf), "select * from nowhere"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "TABLE_OR_VIEW_NOT_FOUND" in err[0], err
+    assert "tables here: none yet" in err[0]
+
+
+def test_interactive_sql_runs_statements_in_one_session(
+    source: psycopg.Connection,
+    dsn: str,
+    tmp_path: Path,
+    spark,
+    capsys,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Statements from stdin run one after the other in one session (a view the first makes is
+    there for the second); a bad one is one line and the next still runs; \\q stops."""
+    conf = write_conf(tmp_path, dsn)
+    stdin = (
+        "create or replace temporary view cdc_answer as\n  select 41 + 1 as x;\n"
+        "selec oops;\n"
+        "select x from cdc_answer; select 'a;b' as y\n;\n"
+        "\\q\n"
+        "select 'never' as z;\n"
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    assert main(["sql", "--config", str(conf), "--format", "csv"]) == exitcodes.COULD_NOT_RUN
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["x", "42", "y", "a;b"], captured.out
+    errors = captured.err.strip().splitlines()
+    assert len(errors) == 1 and "PARSE_SYNTAX_ERROR" in errors[0], errors
+
+
+def test_path_targets_are_tables_of_the_session_in_sql(
+    source: psycopg.Connection, dsn: str, tmp_path: Path, spark
+) -> None:
+    """A path target is named by its target name and answers describe detail too."""
+    pipeline = config.load(write_conf(tmp_path, dsn, target="plain/reviews"))
+    spark.range(3).write.format("delta").save(pipeline.location("plain/reviews"))
+    names = query.register(pipeline, spark)
+    assert names == ["plain_reviews"]
+    out = query.execute(spark, "describe detail plain_reviews", 0, "json", names)
+    assert json.loads(out)["location"].endswith("plain/reviews")
+    with pytest.raises(ConfigError) as error:
+        query.execute(spark, "select * from nothere", 0, "json", names)
+    assert "\n" not in str(error.value)
+    assert "TABLE_OR_VIEW_NOT_FOUND" in str(error.value) and "plain_reviews" in str(error.value)
+
+
+@pytest.mark.timeout(1800)  # three processes, each starting its own JVM
+def test_a_hive_metastore_keeps_the_name_and_refuses_another_pipelines_table(
+    source: psycopg.Connection, dsn: str, tmp_path: Path
+) -> None:
+    """With a metastore configured in [spark] (here Hive's, on an embedded Derby database as
+    a stand-in for a metastore server), the drain registers its table there for good: a
+    second pipeline naming the same table elsewhere stops before any work with one line; the
+    first one's queries find it by name."""
+    metastore = tmp_path / "metastore"
+    spark_section = (
+        "[spark]\n"
+        '"spark.sql.catalogImplementation" = "hive"\n'
+        f'"spark.hadoop.javax.jdo.option.ConnectionURL" = '
+        f"'jdbc:derby:;databaseName={metastore / 'db'};create=true'\n"
+        f"\"spark.sql.warehouse.dir\" = '{metastore / 'warehouse'}'\n"
+    )
+    first = tmp_path / "first"
+    first.mkdir()
+    conf = write_conf(first, dsn, extra=spark_section)
+    work = tmp_path / "work"
+    work.mkdir()
+    ok(cdc(work, "drain", "--config", str(conf)))
+
+    other = tmp_path / "other"
+    other.mkdir()
+    refused = cdc(
+        work, "sql", "--config", str(write_conf(other, dsn, extra=spark_section)), "select 1"
+    )
+    assert refused.returncode == exitcodes.COULD_NOT_RUN
+    (line,) = refused.stderr.strip().splitlines()
+    assert f"the catalog already holds {TARGET}" in line and "rename the target" in line
+
+    out = ok(cdc(work, "sql", "--config", str(conf), f"describe table extended {TARGET}"))
+    assert "EXTERNAL" in out
+    assert str(first / "delta" / "_spark_warehouse" / "uxdb.db" / "reviews") in out
