@@ -81,6 +81,7 @@ SPARK_APART: dict[str, tuple[str, str | None]] = {
     "org.apache.spark.sql.execution.datasources.FileFormatWriter": ("OFF", None),
     "org.apache.spark.sql.execution.datasources.FileFormatDataWriter": ("OFF", None),
     "org.apache.spark.internal.io.SparkHadoopWriter": ("OFF", None),
+    "org.apache.spark.sql.delta.files.DeltaFileFormatWriter": ("OFF", None),
     # "Aborting task" with its trace; also "Your hostname resolves to a loopback address"
     "org.apache.spark.util.Utils": ("OFF", None),
     # "Failed to translate filter", at ERROR: with column mapping (our targets' "name" mode)
