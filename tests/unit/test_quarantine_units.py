@@ -153,8 +153,8 @@ def test_key_texts_match_event_texts():
 
 def test_cli_quarantine_commands_parse():
     parser = build_parser()
-    args = parser.parse_args(["quarantine", "replay", "public.t", "--config", "c"])
-    assert (args.action, args.table) == ("replay", "public.t")
+    with pytest.raises(SystemExit):  # withdrawn until its end-to-end tests pass
+        parser.parse_args(["quarantine", "replay", "public.t", "--config", "c"])
     args = parser.parse_args(
         ["quarantine", "discard", "--reason", "cast", "--before", "2026-11-25", "--config", "c"]
     )
