@@ -157,7 +157,9 @@ def test_verify_compares_dates_before_year_1_and_after_9999(conn, dsn, spark, tm
     spark.sql(f"update delta.`{tmp_path / 'old'}` set d = make_date(44, 3, 15) where id = 1")
     [verdict] = verify.Verifier(pipe, spark).run()
     assert not verdict.ok
-    assert verdict.keys == [{"kind": "changed", "key": {"id": 1}}]
+    [changed] = verdict.keys
+    assert (changed["kind"], changed["key"]) == ("changed", {"id": 1})
+    assert [c["column"] for c in changed["columns"]] == ["d"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "sql"])
