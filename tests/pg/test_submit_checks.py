@@ -10,12 +10,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from cdc.cli import exitcodes
+from cdc.pg import capture
+from cdc.pg.capture import CaptureOptions
+from cdc.pg.queue import Consumer, Queue
 
 
 def _config(tmp_path: Path, dsn: str) -> Path:
+    """A pipeline whose queue, consumer and captured table exist, so that the privilege
+    checks pass and the checks under test are the ones that answer."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        Queue(conn, "q").create()
+        Consumer(conn, "q", "c").register()
+        conn.execute("create table t (id int primary key)")
+        capture.attach(conn, "public.t", CaptureOptions(queue="q"))
     path = tmp_path / "p.toml"
     path.write_text(
         f"[source]\ndsn = '{dsn}'\nqueue = 'q'\nconsumer = 'c'\n[target]\npath = '{tmp_path}'\n"
