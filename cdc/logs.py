@@ -1,7 +1,8 @@
 """The one log format of everything ``cdc`` prints on stderr, and how loud each part is.
 
 Every log line, the project's, its libraries' (psycopg, py4j) and Spark's JVM (whose log4j
-configuration, ``cdc/log4j2.properties``, has the same pattern), reads::
+configuration, ``cdc/log4j2.properties``, is made from this module: ``python -m cdc.logs``),
+reads::
 
     2026-11-25 16:40:01 INFO cdc.progress: drain: 600,000/2,000,000 events (30%), ...
 
@@ -35,17 +36,22 @@ import contextlib
 import logging
 import os
 import sys
+import textwrap
 import threading
 import time
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
+# FORMAT for log4j (Spark's JVM): WARN as WARNING, the trace of an exception after the line
+LOG4J_PATTERN = (
+    "%d{yyyy-MM-dd HH:mm:ss}{UTC} %level{WARN=WARNING, FATAL=CRITICAL, TRACE=DEBUG} %c: %m%n%ex"
+)
 # the same line as FORMAT, for a test or a reader of the logs: time, level, logger, message
 LINE_PATTERN = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.$-]+: "
 
@@ -71,34 +77,62 @@ _PROJECT_LEVELS = {
 }
 _SPARK_LEVELS = {QUIET: "ERROR", DEFAULT: "ERROR", VERBOSE: "WARN", DEBUG: "INFO"}
 
-# Spark loggers set apart from the root: their level below -v, and at -v (None: the root's).
-# At -vv every logger follows the root (INFO).
-SPARK_APART: dict[str, tuple[str, str | None]] = {
-    # a failed task's or write's exception with its Java trace: the command reports the
-    # failure itself, in one line
-    "org.apache.spark.executor.Executor": ("OFF", None),
-    "org.apache.spark.scheduler.TaskSetManager": ("OFF", None),
-    "org.apache.spark.sql.execution.datasources.FileFormatWriter": ("OFF", None),
-    "org.apache.spark.sql.execution.datasources.FileFormatDataWriter": ("OFF", None),
-    "org.apache.spark.internal.io.SparkHadoopWriter": ("OFF", None),
-    "org.apache.spark.sql.delta.files.DeltaFileFormatWriter": ("OFF", None),
-    # "Aborting task" with its trace; also "Your hostname resolves to a loopback address"
-    "org.apache.spark.util.Utils": ("OFF", None),
-    # "Failed to translate filter", at ERROR: with column mapping (our targets' "name" mode)
-    # Delta renames the filters it pushes into the parquet scan to physical column names; the
-    # filter on the deletion-vector flag (not a column of the table) has none, so it is left
-    # out of the scan and applied after it: the read is correct
-    "org.apache.spark.sql.delta.DeltaParquetFileFormat": ("OFF", "OFF"),
-    # "RDD n was locally checkpointed, its lineage has been truncated": Delta's MERGE
-    # materializes its source with a local checkpoint and unpersists it at the end
-    "org.apache.spark.rdd.RDD": ("ERROR", "ERROR"),
-    # "Truncated the string representation of a plan": the plans of wide tables
-    "org.apache.spark.util.SparkStringUtils": ("ERROR", "ERROR"),
-    "org.apache.spark.sql.catalyst.util.StringUtils": ("ERROR", "ERROR"),
-    # "Asked to cache already cached data": a frame cached twice is still cached once
-    "org.apache.spark.sql.execution.CacheManager": ("ERROR", "ERROR"),
-    # no native Hadoop library on the machine: Java code does the same work
-    "org.apache.hadoop.util.NativeCodeLoader": ("ERROR", "ERROR"),
+
+class Apart(NamedTuple):
+    """A Spark logger's levels apart from the root's, and why."""
+
+    below_verbose: str  # its level by default and with -q
+    at_verbose: str | None  # with -v (None: the root's, WARN); with -vv it follows the root
+    why: str  # the comment above it in the log4j file
+
+
+_TRACE = Apart(
+    "OFF",
+    None,
+    "A failed task's or write's exception with its Java trace: the command reports the"
+    " failure itself, in one line.",
+)
+_PLAN = Apart(
+    "ERROR", "ERROR", '"Truncated the string representation of a plan": the plans of wide tables.'
+)
+
+# Spark loggers set apart from the root, in the order of the log4j file (log4j_properties).
+SPARK_APART: dict[str, Apart] = {
+    "org.apache.spark.executor.Executor": _TRACE,
+    "org.apache.spark.scheduler.TaskSetManager": _TRACE,
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter": _TRACE,
+    "org.apache.spark.sql.execution.datasources.FileFormatDataWriter": _TRACE,
+    "org.apache.spark.internal.io.SparkHadoopWriter": _TRACE,
+    "org.apache.spark.sql.delta.files.DeltaFileFormatWriter": _TRACE,
+    "org.apache.spark.util.Utils": Apart(
+        "OFF",
+        None,
+        '"Aborting task" with its trace; "Your hostname resolves to a loopback address".',
+    ),
+    "org.apache.spark.sql.delta.DeltaParquetFileFormat": Apart(
+        "OFF",
+        "OFF",
+        'Delta logs "Failed to translate filter" at ERROR on reads of tables with column mapping'
+        ' (our targets\' "name" mode) and deletion vectors: the filter on the deletion-vector flag'
+        " (not a column of the table) has no physical name, so it is not pushed into the parquet"
+        " scan but applied after it: the read is correct.",
+    ),
+    "org.apache.spark.rdd.RDD": Apart(
+        "ERROR",
+        "ERROR",
+        '"RDD n was locally checkpointed": Delta\'s MERGE materializes its source'
+        " that way, and unpersists it at the end.",
+    ),
+    "org.apache.spark.util.SparkStringUtils": _PLAN,
+    "org.apache.spark.sql.catalyst.util.StringUtils": _PLAN,
+    "org.apache.spark.sql.execution.CacheManager": Apart(
+        "ERROR",
+        "ERROR",
+        '"Asked to cache already cached data": a frame cached twice is cached once.',
+    ),
+    "org.apache.hadoop.util.NativeCodeLoader": Apart(
+        "ERROR", "ERROR", "No native Hadoop library on the machine: Java code does the same work."
+    ),
 }
 
 # lines the JVM prints on stderr before log4j is configured, dropped below -v
@@ -166,8 +200,11 @@ def spark_levels(level: int | None = None) -> dict[str, str]:
     v = _verbosity if level is None else max(QUIET, min(level, DEBUG))
     root = _SPARK_LEVELS[v]
     levels = {"": root}
-    for name, (below, at_v) in SPARK_APART.items():
-        levels[name] = below if v < VERBOSE else root if v >= DEBUG else (at_v or root)
+    for name, apart in SPARK_APART.items():
+        if v < VERBOSE:
+            levels[name] = apart.below_verbose
+        else:
+            levels[name] = root if v >= DEBUG else (apart.at_verbose or root)
     return levels
 
 
@@ -183,6 +220,37 @@ def quiet_spark(spark: SparkSession) -> None:
             log4j.core.config.Configurator.setLevel(name, level)
         else:
             log4j.core.config.Configurator.setRootLevel(log4j.Level.toLevel(level))
+
+
+LOG4J_HEADER = """\
+# Spark's JVM logging, in cdc's one log format (cdc/logs.py): UTC time, the level as Python
+# names it (WARNING), the logger, the message. These are the levels while the JVM starts;
+# once the session exists, cdc.logs.quiet_spark sets them for -q / the default / -v / -vv.
+# Made by `python -m cdc.logs > cdc/log4j2.properties` from SPARK_APART: change that instead.
+status = error
+rootLogger.level = {root}
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = {pattern}
+"""
+
+
+def log4j_properties() -> str:
+    """The package's log4j file (``cdc/log4j2.properties``, read while Spark's JVM starts):
+    LOG4J_PATTERN, and the default levels of spark_levels, each logger set apart under the
+    comment that says why (once for a run of loggers with the same reason)."""
+    lines = [LOG4J_HEADER.format(root=_SPARK_LEVELS[DEFAULT].lower(), pattern=LOG4J_PATTERN)]
+    why = None
+    for name, apart in SPARK_APART.items():
+        if apart.why != why:
+            why = apart.why
+            lines.append(textwrap.fill(why, 96, initial_indent="# ", subsequent_indent="# ") + "\n")
+        key = "logger." + name.rsplit(".", 1)[-1].lower()
+        lines.append(f"{key}.name = {name}\n{key}.level = {apart.below_verbose.lower()}\n")
+    return "".join(lines)
 
 
 @contextlib.contextmanager
@@ -225,3 +293,7 @@ def _copy_lines(read_end: int, out: int) -> None:
             with contextlib.suppress(OSError):  # our stderr gone: keep draining all the same
                 os.write(out, line)
     os.close(out)
+
+
+if __name__ == "__main__":  # python -m cdc.logs > cdc/log4j2.properties
+    sys.stdout.write(log4j_properties())

@@ -59,9 +59,6 @@ PIPELINE_WAREHOUSE = "_spark_warehouse"  # below target.path, for catalog-named 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    # new tables get deletion vectors: a MERGE that deletes or updates a few rows marks
-    # them instead of rewriting whole files
-    "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
     # timestamps as Parquet INT64 microseconds, not INT96 (Spark's default), which other
     # readers (delta-rs, DuckDB) misread outside 1677-2262; dates and timestamps written in
     # the proleptic Gregorian calendar as they are (PostgreSQL's calendar), never rebased

@@ -260,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add(
         "quarantine",
         quarantine.cmd_quarantine,
-        "list quarantined events, or discard them once dealt with",
+        "list quarantined events, replay them once the cause is fixed, or discard them",
     )
     quarantine.add_arguments(sp)
 

@@ -1,6 +1,5 @@
-"""``cdc quarantine list | discard``: what the drain could not apply, listed, or acknowledged
-(cdc.pipeline.replay, cdc.targets.quarantine). Replaying is not offered yet: its end-to-end
-tests do not pass."""
+"""``cdc quarantine list | replay | discard``: what the drain could not apply, applied once
+the cause is fixed, or acknowledged (cdc.pipeline.replay, cdc.targets.quarantine)."""
 
 from __future__ import annotations
 
@@ -40,6 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shown.add_argument("--json", action="store_true", help="JSON output")
     add_config_argument(shown)
     add_conf_argument(shown)
+    replay = sub.add_parser(
+        "replay",
+        help="apply a table's quarantined events once the cause is fixed (exactly once)",
+        description="apply a table's open quarantined events through the drain's path,"
+        " exactly once; events of keys changed later are marked superseded, events that still"
+        " fail stay quarantined with the new reason",
+    )
+    replay.add_argument("table", metavar="SCHEMA.TABLE", help="the source table, as configured")
+    add_config_argument(replay)
+    add_conf_argument(replay)
     discard = sub.add_parser(
         "discard",
         help="mark quarantined rows acknowledged (kept, no longer counted)",
@@ -57,12 +66,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
     before = _time(args.before) if getattr(args, "before", None) else None
-    pipeline, session = pipeline_and_spark(args, f"cdc-quarantine-{args.action}")
+    check = "drain" if args.action == "replay" else None  # it applies events as the drain
+    pipeline, session = pipeline_and_spark(args, f"cdc-quarantine-{args.action}", check=check)
     if args.action == "list":
         return _list(pipeline, session, args)
     from cdc.pipeline import replay
 
     replayer = replay.Replayer(pipeline, session)
+    if args.action == "replay":
+        result = replayer.replay(args.table)
+        if result.run is None:
+            print(f"{result.source}: no open quarantined events to replay")
+            return exitcodes.OK
+        resumed = " (finishing an interrupted run)" if result.resumed else ""
+        print(
+            f"{result.source}: replay run {result.run}{resumed} into"
+            f" {', '.join(result.targets)}: {result.replayed:,} replayed,"
+            f" {result.superseded:,} superseded, {result.failed:,} still quarantined"
+        )
+        for why, n in sorted(result.reasons.items()):
+            print(f"  {n:,} still quarantined: {why}")
+        return exitcodes.OK
     counts = replayer.discard(args.table, args.reason, before, dry_run=not args.yes)
     total = sum(counts.values())
     for source, n in sorted(counts.items(), key=lambda c: str(c[0])):

@@ -144,37 +144,33 @@ def queue_state(conn: psycopg.Connection, engine: Engine, queue: str) -> QueueSt
 def consumers(conn: psycopg.Connection, engine: Engine, queue: str) -> list[ConsumerState]:
     """Every consumer of the queue: exact pending events and dead letters on our engine
     (``get_consumer_status``), PgQ's counts by sequence values on a real PgQ."""
+    exact = _has_status_function(conn, engine)
+    query = _query(engine, "consumer_status" if exact else "consumer_info")
     cur = conn.cursor(row_factory=dict_row)
-    if _has_status_function(conn, engine):
-        return [
-            ConsumerState(
-                consumer=r["consumer_name"],
-                registered=True,
-                lag_s=_seconds(r["lag"]),
-                last_seen_s=_seconds(r["last_seen"]),
-                last_tick=r["last_tick"],
-                current_batch=r["current_batch"],
-                pending_events=r["pending_events"],
-                pending_age_s=_seconds(r["pending_age"]),
-                dead_letters=r["dead_letters"],
-                dead_by_table=dict(r["dead_by_table"]),
-            )
-            for r in cur.execute(_query(engine, "consumer_status"), {"queue": queue})
-        ]
-    return [
-        ConsumerState(
-            consumer=r["consumer_name"],
-            registered=True,
-            lag_s=_seconds(r["lag"]),
-            last_seen_s=_seconds(r["last_seen"]),
-            last_tick=r["last_tick"],
-            current_batch=r["current_batch"],
-            pending_events=r["pending_events"],
-            pending_age_s=_seconds(r["lag"]) if r["pending_events"] else None,
-            pending_exact=False,
-        )
-        for r in cur.execute(_query(engine, "consumer_info"), {"queue": queue})
-    ]
+    return [_consumer_of_row(r, exact) for r in cur.execute(query, {"queue": queue})]
+
+
+def _consumer_of_row(r: dict[str, Any], exact: bool) -> ConsumerState:
+    """A row of ``get_consumer_status`` (exact) or of PgQ's ``get_consumer_info``, whose
+    pending events have waited as long as the consumer's lag and whose dead letters are not
+    known."""
+    state = ConsumerState(
+        consumer=r["consumer_name"],
+        registered=True,
+        lag_s=_seconds(r["lag"]),
+        last_seen_s=_seconds(r["last_seen"]),
+        last_tick=r["last_tick"],
+        current_batch=r["current_batch"],
+        pending_events=r["pending_events"],
+        pending_exact=exact,
+    )
+    if exact:
+        state.pending_age_s = _seconds(r["pending_age"])
+        state.dead_letters = r["dead_letters"]
+        state.dead_by_table = dict(r["dead_by_table"])
+    elif r["pending_events"]:
+        state.pending_age_s = state.lag_s
+    return state
 
 
 def _has_status_function(conn: psycopg.Connection, engine: Engine) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import psycopg
+from psycopg import sql
 
 from cdc import errors
 from cdc.errors import CdcError
@@ -205,16 +206,19 @@ def _check_consumer(conn: psycopg.Connection, role: str, queue: str, name: str) 
         return
     owner = row[0]
     if owner is None:
+        fix = sql.SQL("select cdc.set_consumer_owner({}, {}, {})").format(
+            sql.Literal(queue), sql.Literal(name), sql.Literal(role)
+        )
         raise MissingPrivilege(
             f"role {role} may not act for consumer {name} of queue {queue}: it belongs to no"
             " role (registered before consumers had owners, or its role was dropped), so only"
-            f" cdc_admin members may; have one run: select cdc.set_consumer_owner('{queue}',"
-            f" '{name}', '{role}')"
+            f" cdc_admin members may; have one run: {fix.as_string(conn)}"
         )
+    grant = sql.SQL("grant {} to {}").format(sql.Identifier(owner), sql.Identifier(role))
     raise MissingPrivilege(
         f"role {role} may not act for consumer {name} of queue {queue}: it belongs to role"
         f" {owner}, which registered it. Run this as {owner}, or as the database owner run:"
-        f" grant {owner} to {role}"
+        f" {grant.as_string(conn)}"
     )
 
 

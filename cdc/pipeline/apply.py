@@ -340,7 +340,7 @@ class BatchApplier:
             facts = out.decoded.facts(columns)  # decodes, into the cache
             add_time(out.timings, "decode", started)
             rows = TableBatch(
-                out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings
+                out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small
             )
             # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
             spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self._materialize)

@@ -18,7 +18,10 @@ numbered run n:
      the event's (Delta time travel; the ticks are the drain's txnVersions in the target's
      log) differs from K's row now (present / absent, or any column). A later change of K
      reached the target; applying the older event over it would undo it (the fold's order:
-     the last change of a key wins);
+     the last change of a key wins). The target's log is read once; each distinct version
+     the events' batches started from is read once (not once per key or event), only for
+     the events' keys, and joined with the current rows in one Spark job; an event whose
+     batch started from the current version is not compared (nothing came after it);
    - the others are planned (``replaying``).
 
 2. *Apply.* The planned events, in ev_id order, go through the drain's path: the target
@@ -44,10 +47,12 @@ such an event is replayed over it.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import logging
 import os
 import signal
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial, reduce
 
@@ -258,49 +263,59 @@ class Replayer:
         self, conn: psycopg.Connection, typed: DataFrame, m: TableMap, incarnation: int | None
     ) -> DataFrame | None:
         """(ev_id, tick_id) of the events whose key's row in mirror target m changed after
-        their batch (see the module)."""
+        their batch (see the module), or None when there can be none.
+
+        The target's log is read once for its drain commits; an event whose batch started
+        from the current version is never superseded and is not compared. For the others,
+        each distinct version their batches started from is read once (time travel), and so
+        is the current one, each only for the events' keys, all in the one Spark job that
+        computes the result."""
         ref = self.pipeline.table(m.target)
         if not delta_table.exists(self.spark, ref):
             return None
+        now = delta_table.version(self.spark, ref)
+        wanted = [int(r[0]) for r in typed.select("tick_id").distinct().collect()]
+        before = versions_before(self._drain_ticks(ref, m.target, incarnation), wanted, now)
+        older = {t: v for t, v in before.items() if v != now}
+        if not older:
+            return None
         columns, _ = self._columns(conn, m)
         keys = [(i, c) for i, c in enumerate(columns) if c.is_key]
+        key_names = [f"__k{i}" for i, _ in keys]
         kv = F.col("kv")
-        events = typed.select(
+        mapping = self.spark.createDataFrame(sorted(older.items()), "tick_id long, __v long")
+        events = typed.join(F.broadcast(mapping), on="tick_id").select(
             "ev_id",
             "tick_id",
+            "__v",
             *[_key_expr(decode.cast_text(kv.getItem(c.name), c.spark_type), c).alias(f"__k{i}")
               for i, c in keys],
         )  # fmt: skip
-        ticks = self._drain_ticks(ref, m.target, incarnation)
-        now = delta_table.version(self.spark, ref)
-        wanted = sorted({int(r[0]) for r in events.select("tick_id").distinct().collect()})
-        before = {t: _version_before(ticks, t, now) for t in wanted}
-        versions = sorted(set(before.values()) | {now})
-        states: list[DataFrame] = []
-        for v in versions:
-            if v < 0:
-                continue
-            frame = delta_table.read(self.spark, ref, v)
-            names = [f.name for f in frame.schema.fields]
-            states.append(
-                frame.select(
-                    *[_key_expr(F.col(quote(c.name)), c).alias(f"__k{i}") for i, c in keys],
-                    F.to_json(F.struct(*[F.col(quote(n)) for n in names])).alias("__row"),
-                    F.lit(v).alias("__v"),
-                )
+        wanted_keys = events.select(*key_names).distinct()
+
+        def rows_at(version: int, name: str) -> DataFrame:
+            """The events' keys' rows of a version, as (keys, JSON of the row)."""
+            frame = delta_table.read(self.spark, ref, version)
+            row = F.to_json(F.struct(*[F.col(quote(f.name)) for f in frame.schema.fields]))
+            return frame.select(
+                *[_key_expr(F.col(quote(c.name)), c).alias(f"__k{i}") for i, c in keys],
+                row.alias(name),
+            ).join(wanted_keys, on=key_names, how="left_semi")
+
+        # a version before the target's creation (-1) holds no row: the join finds none
+        states = [
+            rows_at(v, "__then").withColumn("__v", F.lit(v).cast("long"))
+            for v in sorted(set(older.values()))
+            if v >= 0
+        ]
+        joined = events
+        if states:
+            joined = joined.join(
+                reduce(DataFrame.unionByName, states), on=[*key_names, "__v"], how="left"
             )
-        at = reduce(DataFrame.unionByName, states)
-        mapping = self.spark.createDataFrame(
-            [(t, v) for t, v in before.items()], "tick_id long, __v long"
-        )
-        key_names = [f"__k{i}" for i, _ in keys]
-        then = at.withColumnRenamed("__row", "__then")
-        current = at.where(F.col("__v") == now).select(*key_names, F.col("__row").alias("__now"))
-        joined = (
-            events.join(mapping, on="tick_id")
-            .join(then, on=[*key_names, "__v"], how="left")
-            .join(current, on=key_names, how="left")
-        )
+        else:
+            joined = joined.withColumn("__then", F.lit(None).cast("string"))
+        joined = joined.join(rows_at(now, "__now"), on=key_names, how="left")
         return joined.where(~F.col("__then").eqNullSafe(F.col("__now"))).select("ev_id", "tick_id")
 
     def _drain_ticks(
@@ -475,11 +490,18 @@ def _key_expr(col: SparkColumn, column: pgtypes.Column) -> SparkColumn:
     return fold.norm_numeric(col) if fold.is_numeric_text(column) else col
 
 
-def _version_before(ticks: list[tuple[int, int]], tick: int, now: int) -> int:
-    """The target's version before its first drain commit of a tick at or after this one
-    (the latest version when there is none): the state the event's batch started from."""
-    later = [v for v, t in ticks if t >= tick]
-    return min(later) - 1 if later else now
+def versions_before(
+    ticks: list[tuple[int, int]], wanted: Iterable[int], now: int
+) -> dict[int, int]:
+    """For each wanted tick, the target's version before its first drain commit of a tick at
+    or after that one (the latest version when there is none): the state the event's batch
+    started from. ticks: (version, tick) of the drain's commits."""
+    by_tick = sorted((t, v) for v, t in ticks)
+    firsts = [now + 1] * (len(by_tick) + 1)  # firsts[i]: the lowest version of by_tick[i:]
+    for i in range(len(by_tick) - 1, -1, -1):
+        firsts[i] = min(by_tick[i][1], firsts[i + 1])
+    order = [t for t, _ in by_tick]
+    return {tick: firsts[bisect.bisect_left(order, tick)] - 1 for tick in wanted}
 
 
 def _location(spark: SparkSession, ref: TableRef) -> str:

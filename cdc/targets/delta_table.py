@@ -7,8 +7,12 @@ marks (txnAppId / txnVersion): a rerun of the batch after a crash skips it. Delt
 optimistically; ``retry_conflicts`` is the one place that recognises a concurrent
 modification and runs the step again.
 
-Tables are created with deletion vectors and column mapping by name (PostgreSQL column
-names may hold spaces and punctuation).
+Tables are created with column mapping by name (PostgreSQL column names may hold spaces and
+punctuation), and without deletion vectors unless the session's
+``spark.databricks.delta.properties.defaults.enableDeletionVectors`` asks for them: a table
+without them takes small batches from the driver (cdc.targets.small_writes), and gets them
+when it grows past that path's size (``enable_deletion_vectors``). On a local path, the
+table's existence, schema and properties are read from its log without a JVM (LocalTable).
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ __all__ = [
     "LocalTable",
     "add_columns",
     "append",
+    "enable_deletion_vectors",
     "ensure",
     "exists",
     "files",
     "is_concurrent_conflict",
     "local_log_head",
+    "local_path",
     "merge",
     "optimize",
     "overwrite",
@@ -57,7 +63,9 @@ T = TypeVar("T")
 TXN_APP = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 MERGE_SOURCE = "cdc_batch_source"  # the view a MERGE reads its source from, as ``s``
+DELETION_VECTORS = "delta.enableDeletionVectors"
 CONFLICTS = (
+    "CommitFailedError",  # delta-rs (cdc.targets.small_writes)
     "ConcurrentAppendException",
     "ConcurrentDeleteReadException",
     "ConcurrentDeleteDeleteException",
@@ -69,9 +77,21 @@ CONFLICTS = (
 )
 
 
+def local_path(ref: TableRef) -> str | None:
+    """The folder of a table on a local path (a plain path or a file: URL), else None."""
+    if not ref.is_path:
+        return None
+    location = ref.location
+    if location.startswith("file:"):
+        return urllib.parse.urlparse(location).path
+    return None if "://" in location else location
+
+
 def exists(spark: SparkSession, ref: TableRef) -> bool:
     from delta.tables import DeltaTable
 
+    if local_path(ref) is not None:
+        return LocalTable.open_local(ref) is not None
     if ref.is_path:
         return DeltaTable.isDeltaTable(spark, ref.location)
     return spark.catalog.tableExists(ref.location)
@@ -87,6 +107,9 @@ def spark_table(spark: SparkSession, ref: TableRef) -> Any:
 
 
 def schema(spark: SparkSession, ref: TableRef) -> StructType:
+    local = LocalTable.open_local(ref)
+    if local is not None:
+        return local.schema()
     return spark.table(ref.sql_name).schema
 
 
@@ -129,8 +152,8 @@ def clear_uncommitted_log(spark: SparkSession, location: str) -> None:
 def ensure(
     spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]], key: list[str]
 ) -> None:
-    """Creates the table (deletion vectors on; the key columns not nullable), or adds the
-    columns it lacks."""
+    """Creates the table (the key columns not nullable; deletion vectors on unless on a
+    local path), or adds the columns it lacks."""
     from delta.tables import DeltaTable
 
     if not exists(spark, ref):
@@ -141,9 +164,12 @@ def ensure(
         for name, spark_type in columns:
             builder = builder.addColumn(name, spark_type, nullable=name not in key)
         # column mapping by name: PostgreSQL column names may hold spaces and punctuation
-        builder.property("delta.enableDeletionVectors", "true").property(
-            "delta.columnMapping.mode", "name"
-        ).execute()
+        builder = builder.property("delta.columnMapping.mode", "name")
+        if local_path(ref) is None:
+            # no driver-side writes there (cdc.targets.small_writes): a MERGE that deletes
+            # or updates a few rows marks them instead of rewriting whole files
+            builder = builder.property(DELETION_VECTORS, "true")
+        builder.execute()
         if ref.name:  # a catalog target: its name in the catalog, from now on
             catalog.register_table(spark, ref)
         return
@@ -163,8 +189,17 @@ def _text(text: str) -> str:
 
 
 def properties(spark: SparkSession, ref: TableRef) -> dict[str, str]:
+    local = LocalTable.open_local(ref)
+    if local is not None:
+        return local.properties()
     rows = spark.sql(f"show tblproperties {ref.sql_name}").collect()
     return {r[0]: r[1] for r in rows}
+
+
+def enable_deletion_vectors(spark: SparkSession, ref: TableRef) -> None:
+    """Turns deletion vectors on: a MERGE then marks the rows it deletes or updates instead
+    of rewriting their files (a one-way upgrade of the table's protocol)."""
+    set_properties(spark, ref, {DELETION_VECTORS: "true"})
 
 
 def set_properties(spark: SparkSession, ref: TableRef, values: dict[str, str]) -> None:
@@ -315,8 +350,44 @@ class LocalTable:
             return None
         return cls(DeltaTable(ref.location))
 
+    @classmethod
+    def open_local(cls, ref: TableRef) -> LocalTable | None:
+        """open, for a table on a local path only (None for a remote one too)."""
+        return cls.open(ref) if local_path(ref) is not None else None
+
+    @property
+    def table(self) -> Any:
+        """delta-rs' DeltaTable."""
+        return self._table
+
     def version(self) -> int:
         return self._table.version()
+
+    def schema(self) -> StructType:
+        """The table's schema, as Spark reads it (the log holds Spark's schema JSON)."""
+        import json
+
+        return StructType.fromJson(json.loads(self._table.schema().to_json()))
+
+    def properties(self) -> dict[str, str]:
+        """Its properties as SHOW TBLPROPERTIES lists them: the metadata's configuration,
+        the protocol's versions and each of its features as ``delta.feature.<name>``."""
+        protocol = self._table.protocol()
+        features = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
+        return {
+            **dict(self._table.metadata().configuration),
+            "delta.minReaderVersion": str(protocol.min_reader_version),
+            "delta.minWriterVersion": str(protocol.min_writer_version),
+            **{f"delta.feature.{f}": "supported" for f in features},
+        }
+
+    def size(self) -> int:
+        """Bytes of its live files."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        sizes = pa.table(self._table.get_add_actions(flatten=True)).column("size_bytes")
+        return int(pc.sum(sizes).as_py() or 0)
 
     def rows(self) -> int:
         """Its live rows: each file's record count from the log less the rows its deletion

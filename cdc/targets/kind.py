@@ -39,6 +39,7 @@ class TableBatch:
     truncated_at: int | None = None  # ev_id of the batch's last TRUNCATE of the table
     key_range: tuple[str, str] | None = None  # lowest, highest first key value, as text
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, summed
+    small: bool = False  # few events, read on the driver: may be written from it
 
 
 def add_time(timings: dict[str, float], phase: str, started: float) -> float:

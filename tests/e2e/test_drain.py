@@ -16,7 +16,7 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
-from cdc.targets import failing
+from cdc.targets import delta_table, failing
 from tests.support import drainkit
 from tests.support.databases import create_database, drop_database
 
@@ -239,8 +239,11 @@ def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):
 
     conn = small
     conn.execute("insert into a select g, 'v' || g, g, null from generate_series(1, 50) g")
-    with Drain(drainkit.pipeline(dsn, str(tmp_path), small_conf()), spark) as drain:
+    pipeline = drainkit.pipeline(dsn, str(tmp_path), small_conf())
+    with Drain(pipeline, spark) as drain:
         drain.run()
+        # a small local target is written without deletion vectors until it grows
+        delta_table.enable_deletion_vectors(spark, pipeline.table("a"))
         conn.execute("delete from a where id % 7 = 0")
         conn.execute("update a set v = 'changed' where id % 5 = 0")
         drain.run()

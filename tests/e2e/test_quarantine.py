@@ -7,6 +7,10 @@ takes rows out of the counts; ``list`` shows them."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ from cdc.cli import exitcodes
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
-from cdc.pipeline import compare, verify
+from cdc.pipeline import compare, replay, verify
 from cdc.pipeline.drain import Drain
 from cdc.targets import quarantine
 from cdc.targets.table import TableRef
@@ -97,3 +101,114 @@ def test_nan_is_quarantined_and_verify_reports_it_apart(priced, conn, dsn, spark
     assert cli.main(["verify", "--config", str(conf)]) == exitcodes.DIFFERS
     out = capsys.readouterr().out
     assert "DIFFERS" in out and "note: source 'n4', Delta 'corrupt'" in out
+
+
+def test_list_replay_superseded_and_discard(priced, conn, dsn, spark, tmp_path, capsys):
+    """list shows the NaN event with its key and reason; once a later change of the key is
+    applied, replay marks the event superseded instead of applying it over the newer row;
+    discard takes the next one out of the counts, and list --all still shows it."""
+    tables, conf = priced
+    assert cli.main(["quarantine", "list", "--config", str(conf)]) == exitcodes.OK
+    out = capsys.readouterr().out
+    assert "public.p:" in out and CAST in out and '{"id": "2"}' in out
+    conn.execute("update p set amount = 7 where id = 2")  # the source fixed by hand
+    _drain(dsn, tmp_path, tables, spark)
+    pipe = drainkit.pipeline(dsn, str(tmp_path), tables)
+    result = replay.Replayer(pipe, spark).replay("public.p")
+    assert (result.replayed, result.superseded, result.failed) == (0, 1, 0)
+    source, delta = _rows(conn, spark, tmp_path, "p", "p")
+    assert delta == source  # id 2 kept its later amount, 7.00
+    assert _open(tmp_path) == {}
+    # a second NaN, acknowledged instead
+    conn.execute("update p set amount = 'NaN' where id = 3")
+    _drain(dsn, tmp_path, tables, spark)
+    assert _open(tmp_path) == {"public.p": 1}
+    args = ["quarantine", "discard", "--table", "public.p", "--reason", "does not cast"]
+    assert cli.main([*args, "--config", str(conf)]) == exitcodes.OK
+    assert "1 would be discarded" in capsys.readouterr().out
+    assert _open(tmp_path) == {"public.p": 1}  # without --yes nothing changed
+    assert cli.main([*args, "--yes", "--config", str(conf)]) == exitcodes.OK
+    assert "public.p: 1 discarded" in capsys.readouterr().out
+    assert _open(tmp_path) == {}
+    assert cli.main(["quarantine", "list", "--all", "--json", "--config", str(conf)]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted((e["key"]["id"], e["state"]) for e in listed["events"]) == [
+        ("2", "superseded"),
+        ("3", "discarded"),
+    ]
+
+
+def _replay_killed(conf: Path, kill_at: str) -> subprocess.CompletedProcess:
+    """``cdc quarantine replay public.o`` in its own process, which kills itself at a stage."""
+    env = {**os.environ, replay.KILL_AT_ENV: kill_at}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cdc.cli",
+            "quarantine",
+            "replay",
+            "public.o",
+            "--config",
+            str(conf),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_replay_after_the_cause_is_fixed_is_exactly_once(conn, dsn, spark, tmp_path, capsys):
+    """Table o is captured before it is in the configuration: its events are quarantined
+    ("table not in the configuration"). Once it is added, with a mirror and a history target,
+    and a later change of key 5 was drained, replay (killed after the mirror's commit, then run
+    again) gives the mirror the source's rows, without the older event of key 5 over its
+    newer row, and the history each replayed event once; the NaN of key 21 stays quarantined
+    with its new reason. A third run applies nothing again."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table p (id int primary key)")
+    conn.execute("create table o (id int primary key, v text, n numeric(5,2))")
+    for table in ("p", "o"):
+        capture.attach(conn, f"public.{table}", CaptureOptions(queue="q", format="json"))
+    before = [{"source": "public.p", "target": "p"}]
+    conn.execute("insert into o select g, 'v' || g, 1 from generate_series(1, 20) g")
+    conn.execute("insert into o values (21, 'nan', 'NaN')")
+    conn.execute("update o set v = 'u' || id where id % 3 = 0 and id <= 20")  # 6 rows
+    conn.execute("delete from o where id % 7 = 0 and id <= 20")  # 7 and 14
+    _drain(dsn, tmp_path, before, spark)
+    assert _open(tmp_path) == {"public.o": 21 + 6 + 2}
+    after = [
+        *before,
+        {"source": "public.o", "target": "o"},
+        {"source": "public.o", "target": "o_history", "mode": "history"},
+    ]
+    conf = _config(tmp_path, dsn, after)
+    conn.execute("update o set v = 'later' where id = 5")
+    _drain(dsn, tmp_path, after, spark)
+
+    killed = _replay_killed(conf, "applied:o")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert _open(tmp_path) == {"public.o": 29 - 1}  # planned: only the superseded one closed
+    assert cli.main(["quarantine", "replay", "public.o", "--config", str(conf)]) == 0
+    out = capsys.readouterr().out
+    assert "finishing an interrupted run" in out
+    assert "27 replayed, 1 superseded, 1 still quarantined" in out, out
+    assert "1 still quarantined: value does not cast to the column type: n" in out
+
+    source, delta = _rows(conn, spark, tmp_path, "o", "o")
+    assert delta == [row for row in source if row[0] != 21]  # key 5 kept 'later'
+    history = spark.read.format("delta").load(str(tmp_path / "o_history"))
+    assert history.count() == 27 + 1  # each replayed event once, and the later update
+    assert history.select("ev_id").distinct().count() == 28
+    assert _open(tmp_path) == {"public.o": 1}
+
+    assert cli.main(["quarantine", "replay", "public.o", "--config", str(conf)]) == 0
+    assert "0 replayed, 0 superseded, 1 still quarantined" in capsys.readouterr().out
+    assert spark.read.format("delta").load(str(tmp_path / "o_history")).count() == 28
+    pipe = drainkit.pipeline(dsn, str(tmp_path), after)
+    [verdict] = verify.Verifier(pipe, spark).run(["public.o"])
+    assert (verdict.state, verdict.differences, verdict.quarantined) == ("quarantined", 0, 1)
+    assert verdict.keys == [{"kind": "missing in Delta", "key": {"id": 21}, "quarantined": True}]

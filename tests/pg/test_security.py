@@ -1,5 +1,6 @@
 """The capture side under attack: hostile identifiers, hostile option expressions and forged
-events against every SECURITY DEFINER function and event trigger of capture.
+events against every SECURITY DEFINER function and event trigger of capture; and hostile,
+unknown and unauthorised callers of the functions the reader side reads the queue through.
 
 Roles made here are cluster-wide login roles with unique names, dropped at the end (see
 tests/support/roles.py). An "attacker" is a plain login role that owns a table, or
@@ -562,3 +563,197 @@ def test_install_regenerates_capture_functions_of_an_older_install(conn, dsn):
     assert events(conn) == [
         ('{"op":"INSERT","table":["public","t"],"pkey":["id"]}', '{"id":1,"a":"x"}', "public.t")
     ]
+
+
+# ---------------------------------------------------------------------- the queue's reader side
+
+# Queue and consumer names as data: quoting characters, $-tags, statements that would leave a
+# table behind if they ran, a dotted upper-case name, 63 bytes. (No control characters: queue
+# and consumer names refuse them, QC005.)
+PWNED = ("public.pwned", "cdc.pwned")
+QUEUE_NAMES = [n for n in HOSTILE_NAMES if "\n" not in n] + [
+    "q'; create table public.pwned (); --",
+    'q"; create table cdc.pwned (); --',
+    "$$; create table public.pwned (); $$",
+    "Public.Q",
+]
+QUEUE_NAME_IDS = [i for n, i in zip(HOSTILE_NAMES, NAME_IDS, strict=True) if "\n" not in n] + [
+    "squote-statement",
+    "dquote-statement",
+    "dollar-statement",
+    "dotted-upper",
+]
+
+# The SECURITY DEFINER functions a drain, snapshot, verify and status read the queue through
+# (queue/functions/cdc.reader_info.sql, cdc.status.sql), as each is called.
+READER_CALLS = {
+    "next_batch_ticks": "select cdc.next_batch_ticks(%(q)s, %(c)s, 1000)",
+    "queue_has_new_events": "select cdc.queue_has_new_events(%(q)s)",
+    "get_tick_snapshot": "select cdc.get_tick_snapshot(%(q)s, 1)",
+    "get_dead_letter_counts": "select * from cdc.get_dead_letter_counts(%(q)s, %(c)s)",
+    "tick_at_snapshot": "select cdc.tick_at_snapshot(%(q)s)",
+    "consumer_owner": "select * from cdc.consumer_owner(%(q)s, %(c)s)",
+    "get_consumer_status": "select * from cdc.get_consumer_status(%(q)s)",
+}
+ADMIN_CALLS = {"get_queue_config": "select * from cdc.get_queue_config(%(q)s)"}
+
+
+def one(c: psycopg.Connection, query: str, params: dict[str, object]) -> object:
+    return c.execute(query, params).fetchone()[0]  # type: ignore[index]
+
+
+def nothing_ran(conn: psycopg.Connection, *members: str) -> None:
+    """No table a hostile name would have made, no superuser or cdc_admin gained."""
+    for table in PWNED:
+        assert conn.execute("select to_regclass(%s)", (table,)).fetchone() == (None,)
+    for member in members:
+        assert not is_superuser(conn, member)
+        assert not has_cdc_role(conn, member, "cdc_admin")
+
+
+@BODIES
+@pytest.mark.parametrize("name", QUEUE_NAMES, ids=QUEUE_NAME_IDS)
+def test_reader_functions_take_hostile_names_as_data(conn, roles, bodies, name):
+    """A queue and a consumer named with quotes, $-tags, statements, dots and upper case, or 63
+    bytes: every function the reader side reads the queue through answers for exactly that
+    queue and consumer (a dead letter's reason and table carry the name too), and nothing in
+    the names runs."""
+    Queue(conn, name).create()
+    reader = roles.connect("cdc_reader")
+    me = user(reader)
+    reader.execute(f"set check_function_bodies = {bodies}")
+    args = {"q": name, "c": name}
+    assert one(reader, "select cdc.register_consumer(%(q)s, %(c)s)", args) == 1
+    for _ in range(2):
+        conn.execute("select cdc.insert_event(%s, 'I', 'x', %s, null, null, null)", (name, name))
+    assert one(reader, "select cdc.queue_has_new_events(%(q)s)", args) is True
+    conn.execute("select cdc.force_tick(%s)", (name,))
+    tick = one(conn, "select cdc.ticker(%s)", (name,))
+    assert one(reader, "select cdc.queue_has_new_events(%(q)s)", args) is False
+    assert one(reader, READER_CALLS["next_batch_ticks"], args) == 2
+    snapshot = one(reader, "select cdc.get_tick_snapshot(%(q)s, %(t)s)", {**args, "t": tick})
+    assert snapshot == one(
+        conn, "select tick_snapshot::text from cdc.tick where tick_id = %s", (tick,)
+    )
+    assert reader.execute(READER_CALLS["consumer_owner"], args).fetchall() == [(me, True)]
+
+    batch = one(reader, "select cdc.next_batch(%(q)s, %(c)s)", args)
+    ev_id = one(reader, "select min(ev_id) from cdc.get_batch_events(%s)", (batch,))
+    reader.execute("select cdc.event_dead(%s, %s, %s)", (batch, ev_id, name))
+    reader.execute("select cdc.finish_batch(%s)", (batch,))
+    assert reader.execute(READER_CALLS["get_dead_letter_counts"], args).fetchall() == [(name, 1)]
+    assert conn.execute("select dl_consumer, dl_reason from cdc.dead_letter").fetchall() == [
+        (name, name)
+    ]
+    status = reader.execute(
+        "select consumer_name, pending_events, dead_letters, dead_by_table"
+        " from cdc.get_consumer_status(%(q)s)",
+        args,
+    ).fetchall()
+    assert status == [(name, 0, 1, {name: 1})]
+
+    with psycopg.Connection.connect(make_conninfo(roles.dsn, user=me)) as tx:
+        tx.execute(f"set check_function_bodies = {bodies}")
+        tx.execute("set transaction isolation level repeatable read")
+        made = one(tx, READER_CALLS["tick_at_snapshot"], args)
+        tx.commit()
+    assert made == one(conn, "select last_tick_id from cdc.get_queue_info(%s)", (name,))
+    assert made > tick
+
+    config = dict(conn.execute(ADMIN_CALLS["get_queue_config"], args).fetchall())
+    assert config["max_retries"] == one(
+        conn, "select queue_max_retries::text from cdc.queue where queue_name = %s", (name,)
+    )
+    assert len(config) == 9
+    nothing_ran(conn, me)
+
+
+def call(c: psycopg.Connection, function: str, params: dict[str, object]) -> list[tuple]:
+    """One of READER_CALLS or ADMIN_CALLS; tick_at_snapshot in a REPEATABLE READ transaction
+    (rolled back), as it must be; a queue engine error typed (cdc.errors)."""
+    query = {**READER_CALLS, **ADMIN_CALLS}[function]
+    try:
+        if function != "tick_at_snapshot":
+            return c.execute(query, params).fetchall()
+        c.execute("begin isolation level repeatable read")
+        try:
+            return c.execute(query, params).fetchall()
+        finally:
+            c.execute("rollback")
+    except psycopg.Error as exc:
+        raise errors.translate(exc) from exc
+
+
+# unknown names: the lower case of an existing "Public.Q", its parts, 10,000 bytes, statements
+UNKNOWN_NAMES = {
+    "lower": "public.q",
+    "schema-part": "Public",
+    "name-part": "Q",
+    "10000-bytes": "N" * 10_000,
+    "squote-statement": "q'; create table public.pwned (); --",
+    "dollar-statement": "$$; create table public.pwned (); $$",
+}
+
+
+@pytest.mark.parametrize("name", UNKNOWN_NAMES.values(), ids=UNKNOWN_NAMES.keys())
+def test_reader_functions_answer_unknown_names_plainly(conn, roles, name):
+    """A queue name that matches nothing (case and dots are part of a name; one too long to
+    exist) gets QC001 naming the queue, in one line, where there is no answer without a queue
+    (next_batch_ticks: NULL, "no batch to size"); a consumer name that matches nothing an
+    empty answer; NULL names QC006. Nothing in the names runs."""
+    Queue(conn, "Public.Q").create()
+    reader = roles.connect("cdc_reader")
+    reader.execute("set check_function_bodies = off")
+    reader.execute("select cdc.register_consumer('Public.Q', 'Public.Q')")
+    quoted = name.replace("'", "''")
+    for function in [*READER_CALLS, *ADMIN_CALLS]:
+        c = conn if function in ADMIN_CALLS else reader
+        params = {"q": name, "c": "Public.Q"}
+        if function == "next_batch_ticks":
+            assert call(c, function, params) == [(None,)]
+        else:
+            with pytest.raises(errors.QueueNotFound) as info:
+                call(c, function, params)
+            assert str(info.value).startswith(f"queue '{quoted}' does not exist (hint:"), function
+            assert "\n" not in str(info.value)
+        with pytest.raises(errors.QueueError) as null_info:
+            call(c, function, {"q": None, "c": "Public.Q"})
+        assert null_info.value.sqlstate == "QC006", function
+    unknown_consumer = {"q": "Public.Q", "c": name}
+    assert call(reader, "next_batch_ticks", unknown_consumer) == [(None,)]
+    assert call(reader, "consumer_owner", unknown_consumer) == []
+    assert call(reader, "get_dead_letter_counts", unknown_consumer) == []
+    nothing_ran(conn, user(reader))
+
+
+def test_reader_functions_refuse_roles_without_the_right(conn, roles):
+    """A login role without a cdc role may call none of them, a cdc_writer member none of the
+    reader's, a cdc_reader member not get_queue_config (cdc_admin's); consumer_owner tells
+    another reader it may not act for a consumer it did not register, and next_batch then
+    refuses it (QC014)."""
+    Queue(conn, "q").create()
+    owner = roles.connect("cdc_reader")
+    owner.execute("select cdc.register_consumer('q', 'c')")
+    args = {"q": "q", "c": "c"}
+    plain, writer, other = (
+        roles.connect(None),
+        roles.connect("cdc_writer"),
+        roles.connect("cdc_reader"),
+    )
+    for c, functions in [
+        (plain, [*READER_CALLS, *ADMIN_CALLS]),
+        (writer, [*READER_CALLS, *ADMIN_CALLS]),
+        (other, [*ADMIN_CALLS]),
+    ]:
+        c.execute("set check_function_bodies = off")
+        for function in functions:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match=f"function {function}$"):
+                call(c, function, args)
+    assert call(other, "consumer_owner", args) == [(user(owner), False)]
+    with pytest.raises(errors.QueueError) as info:
+        try:
+            other.execute("select cdc.next_batch('q', 'c')")
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+    assert info.value.sqlstate == "QC014"
+    assert call(owner, "consumer_owner", args) == [(user(owner), True)]

@@ -143,6 +143,13 @@ def test_log4j_file_starts_spark_at_the_default_levels() -> None:
     assert in_file == logs.spark_levels(logs.DEFAULT)
 
 
+def test_log4j_file_is_made_from_the_module() -> None:
+    """cdc/log4j2.properties is what log4j_properties() makes of SPARK_APART, to the letter."""
+    assert LOG4J.read_text() == logs.log4j_properties(), (
+        "cdc/log4j2.properties is out of date: .venv/bin/python -m cdc.logs > cdc/log4j2.properties"
+    )
+
+
 def test_log4j_pattern_is_the_python_format() -> None:
     """A line of the log4j pattern matches LINE_PATTERN: time, level (WARN as WARNING),
     logger, message."""

@@ -128,7 +128,21 @@ def test_open_counts_leave_out_resolved_rows(tmp_path):
 def test_version_before_a_tick(tick, expected):
     """The target's state the event's batch started from."""
     ticks = [(2, 5), (4, 9)]  # (version, tick) of the drain's commits; others: not the drain
-    assert replay._version_before(ticks, tick, now=7) == expected
+    assert replay.versions_before(ticks, [tick], now=7) == {tick: expected}
+
+
+def test_versions_before_many_ticks_at_once():
+    """Several ticks in one pass, the drain's commits given in any order: for each tick, the
+    version before the lowest-versioned drain commit of a tick at or after it."""
+    ticks = [(3, 8), (5, 4), (6, 9)]
+    assert replay.versions_before(ticks, [1, 4, 5, 8, 9, 10], now=9) == {
+        1: 2,
+        4: 2,
+        5: 2,
+        8: 2,
+        9: 5,
+        10: 9,
+    }
 
 
 def test_failing_reasons_are_told_apart_from_value_reasons():
@@ -153,8 +167,8 @@ def test_key_texts_match_event_texts():
 
 def test_cli_quarantine_commands_parse():
     parser = build_parser()
-    with pytest.raises(SystemExit):  # withdrawn until its end-to-end tests pass
-        parser.parse_args(["quarantine", "replay", "public.t", "--config", "c"])
+    args = parser.parse_args(["quarantine", "replay", "public.t", "--config", "c"])
+    assert (args.action, args.table) == ("replay", "public.t")
     args = parser.parse_args(
         ["quarantine", "discard", "--reason", "cast", "--before", "2026-11-25", "--config", "c"]
     )

@@ -46,7 +46,6 @@ declare
     oldest  timestamptz;
     visible txid_snapshot := txid_current_snapshot();
 begin
-    perform cdc._require(i_queue_name, 'queue name');
     q := cdc._queue(i_queue_name);
     for s in
         select sub.sub_id, c.co_name, sub.sub_last_tick, sub.sub_batch, sub.sub_active,
@@ -100,7 +99,6 @@ returns setof record as $$
 declare
     q cdc.queue;
 begin
-    perform cdc._require(i_queue_name, 'queue name');
     q := cdc._queue(i_queue_name);
     return query select v.name, v.value from (values
         (1, 'ticker_max_count',   q.queue_ticker_max_count::text),

@@ -1,0 +1,203 @@
+"""Small batches written from the driver: a table's folded rows MERGEd by delta-rs, without a
+Spark job for the write.
+
+A Spark MERGE costs a dozen or more Spark jobs and seconds of planning and commit whatever
+its size (on two cores, 2.5-6 s for ten rows); a batch that touches many tables a few rows
+each paid that per table. The drain decodes and folds a small batch in Spark as always (the
+same decoders, checks and fold), collects the folded rows (one per key) to the driver as
+Arrow, and hands them to delta-rs' MERGE with the same clauses, in one commit marked with
+the batch's Commit as a Delta ``txn`` action: a rerun skips a target whose appId already
+holds the version, as Delta does for Spark's writes (``committed``).
+
+The path is taken only where delta-rs writes what Spark would, else the Spark MERGE is:
+
+- the target is on a local path, its protocol has only features delta-rs writes correctly
+  (``WRITABLE_FEATURES``; never deletion vectors: delta-rs 1.6 neither reads nor refuses
+  them, and would bring back the rows they delete);
+- it is at most ``MAX_BYTES`` (a MERGE without deletion vectors rewrites the files it
+  touches; a larger target gets deletion vectors and Spark, ``Mirror.apply``);
+- every column the batch writes is in the target under its exact name (Spark matches names
+  without case, delta-rs does not), and no key is compared in a normalised form (numeric
+  text, floats: their ON condition is Spark SQL);
+- the batch is small (cdc.pipeline.apply.SMALL_EVENTS), holds no TRUNCATE of the table,
+  and no date or timestamp outside years 1-9999 (``fits``: delta-rs' statistics overflow
+  on them).
+
+The rows keep Spark's types through Arrow (decimals, dates and timestamps as they are, the
+key columns never null), cast to the target's types before they leave Spark; delta-rs
+refuses a source type that differs from the target's (``error_on_type_mismatch``): the
+write fails, loudly, instead of casting.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from cdc.pg.pgtypes import Column
+from cdc.pipeline.decode import value
+from cdc.targets import delta_table, fold
+from cdc.targets.table import Commit, TableRef
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "MAX_BYTES",
+    "WRITABLE_FEATURES",
+    "fits",
+    "merge",
+    "outgrown",
+    "try_merge",
+    "writable",
+]
+
+log = logging.getLogger("cdc.merge")
+
+MAX_BYTES = 256 * 1024 * 1024  # larger targets take the Spark MERGE, with deletion vectors
+WRITABLE_FEATURES = frozenset({"columnMapping", "invariants", "appendOnly", "timestampNtz"})
+
+
+def ident(name: str) -> str:
+    """A column name as a quoted identifier of delta-rs' SQL (DataFusion)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def writable(
+    ref: TableRef, schema: list[tuple[str, str]], columns: list[Column]
+) -> delta_table.LocalTable | None:
+    """The target opened for a driver-side write, or None when the Spark MERGE must write it
+    (see the module docstring)."""
+    if any(fold.restates_key(c) for c in columns):
+        return None
+    table = delta_table.LocalTable.open_local(ref)
+    if table is None:
+        return None
+    protocol = table.table.protocol()
+    features = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
+    if protocol.min_reader_version > 3 or protocol.min_writer_version > 7:
+        return None
+    if protocol.min_writer_version < 7 and (
+        protocol.min_writer_version > 5 or protocol.min_reader_version > 2
+    ):
+        return None  # legacy versions 6 (identity columns) and reader 3 without features
+    if not features <= WRITABLE_FEATURES:
+        return None
+    names = {f.name for f in table.schema().fields}
+    if any(name not in names for name, _ in schema):
+        return None
+    if table.size() > MAX_BYTES:
+        return None
+    return table
+
+
+def outgrown(ref: TableRef) -> bool:
+    """Whether a local target without deletion vectors grew past MAX_BYTES: the Spark MERGE
+    writes it from now on, with deletion vectors (one MERGE rewrites whole files
+    without)."""
+    table = delta_table.LocalTable.open_local(ref)
+    if table is None:
+        return False
+    protocol = table.table.protocol()
+    if "deletionVectors" in (protocol.reader_features or ()):
+        return False
+    return table.size() > MAX_BYTES
+
+
+# dates and timestamps delta-rs writes statistics for without overflow (it panics on years
+# far outside these); a batch with any value beyond them takes the Spark MERGE
+LOWEST_DAY, HIGHEST_DAY = -719_162, 2_932_896  # 0001-01-01, 9999-12-31, days from 1970
+
+
+def fits(rows: pa.Table) -> bool:
+    """Whether every date and timestamp of rows (also inside arrays) lies in years 1-9999."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for column in rows.columns:
+        values, kind = column, column.type
+        while pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            values, kind = pc.list_flatten(values), kind.value_type
+        if pa.types.is_date32(kind):
+            low, high, scale = LOWEST_DAY, HIGHEST_DAY, 1
+        elif pa.types.is_timestamp(kind):
+            scale = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[kind.unit]
+            low, high = LOWEST_DAY * 86_400 * scale, (HIGHEST_DAY + 1) * 86_400 * scale - 1
+        else:
+            continue
+        width = pa.int32() if pa.types.is_date32(kind) else pa.int64()
+        bounds = pc.min_max(values.cast(width))
+        least, most = bounds["min"].as_py(), bounds["max"].as_py()
+        if least is not None and (least < low or most > high):
+            return False
+    return True
+
+
+def committed(table: delta_table.LocalTable, commit: Commit) -> bool:
+    """Whether the target already holds this batch's write (a rerun after a crash)."""
+    done = table.committed(commit.app_id)
+    return done is not None and done >= commit.version
+
+
+def merge(
+    table: delta_table.LocalTable,
+    folded: pa.Table,
+    columns: list[Column],
+    schema: list[tuple[str, str]],
+    commit: Commit,
+) -> None:
+    """MERGEs the fold (cdc.targets.fold: value(i), ``__has<i>``, ``__action``,
+    ``__reset``; already cast to the target's types) into the table, as Mirror's Spark MERGE
+    does: a DELETE removes the row, a matched key gets the columns the batch sets, an
+    UPSERT of a missing key inserts the row; in one commit marked with commit."""
+    from deltalake import CommitProperties, Transaction
+
+    if committed(table, commit):
+        log.info("%s: tick %d already committed", commit.app_id, commit.version)
+        return
+    names = [n for n, _ in schema]
+    on = " and ".join(
+        f"t.{ident(c.name)} = s.{value(i)}" for i, c in enumerate(columns) if c.is_key
+    )
+    sets = {
+        ident(c.name): (
+            f"case when s.__reset or s.__has{i} then s.{value(i)} else t.{ident(c.name)} end"
+        )
+        for i, c in enumerate(columns)
+        if not c.is_key
+    }
+    inserts = {ident(n): f"s.{value(i)}" for i, n in enumerate(names)}
+    merger = table.table.merge(
+        folded,
+        on,
+        source_alias="s",
+        target_alias="t",
+        error_on_type_mismatch=True,
+        commit_properties=CommitProperties(
+            app_transactions=[Transaction(commit.app_id, commit.version)]
+        ),
+    ).when_matched_delete(f"s.__action = '{fold.DELETE}'")
+    if sets:
+        merger = merger.when_matched_update(sets)
+    merger.when_not_matched_insert(inserts, f"s.__action = '{fold.UPSERT}'").execute()
+
+
+def try_merge(
+    table: delta_table.LocalTable,
+    folded: pa.Table,
+    columns: list[Column],
+    schema: list[tuple[str, str]],
+    commit: Commit,
+) -> bool:
+    """merge; False, with a warning, when delta-rs fails other than by a concurrent commit
+    (which is raised, for cdc.targets.delta_table.retry_conflicts): the caller then writes
+    with Spark. Either delta-rs committed nothing, or it committed the batch's txn, which
+    the Spark write then finds and skips."""
+    try:
+        merge(table, folded, columns, schema, commit)
+    except Exception as exc:
+        if delta_table.is_concurrent_conflict(exc):
+            raise
+        log.warning("%s: written with Spark, delta-rs failed: %s", commit.app_id, exc)
+        return False
+    return True

@@ -1,0 +1,130 @@
+"""Small batches written from the driver (cdc.targets.small_writes): which targets take the
+path, that the rows are the source's, that a rerun of a committed batch writes nothing, and
+that a target with deletion vectors, or one that outgrew the path, is MERGEd by Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from cdc.pg import capture, pgtypes
+from cdc.pg.capture import CaptureOptions
+from cdc.pg.queue import Consumer, Queue
+from cdc.pipeline import compare
+from cdc.pipeline.drain import Drain
+from cdc.targets import delta_table, small_writes
+from cdc.targets.table import Commit
+from tests.support import drainkit
+
+pytestmark = pytest.mark.spark
+
+HOSTILE = 'we"ird col'  # a column name delta-rs' SQL must quote
+
+
+def _commits(location: Path) -> list[dict]:
+    """The commitInfo of each version, oldest first."""
+    infos = []
+    for path in sorted((location / "_delta_log").glob("*.json")):
+        for line in path.read_text().splitlines():
+            action = json.loads(line)
+            if "commitInfo" in action:
+                infos.append(action["commitInfo"])
+    return infos
+
+
+def _writer(info: dict) -> str:
+    return "delta-rs" if "delta-rs" in json.dumps(info.get("engineInfo", "")) else "spark"
+
+
+@pytest.fixture
+def table_a(conn, dsn, tmp_path):
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute(
+        "create table a (id int primary key, v text, n numeric(10,2), {} int[], ts timestamptz,"
+        " d date)".format('"' + HOSTILE.replace('"', '""') + '"')
+    )
+    capture.attach(conn, "public.a", CaptureOptions(queue="q"))
+    return drainkit.pipeline(dsn, str(tmp_path), [{"source": "public.a", "target": "a"}])
+
+
+def _same(conn, spark, pipeline) -> None:
+    cols = pgtypes.columns(conn, "public", "a")
+    src = compare.source_rows(conn, "public", "a")
+    dst = compare.delta_rows(spark, pipeline.location("a"), cols)
+    assert src == dst
+
+
+def test_small_batches_are_merged_from_the_driver_exactly(conn, spark, table_a):
+    pipeline = table_a
+    conn.execute(
+        "insert into a select g, 'v' || g, g / 3.0, array[g, null], '2024-01-01'::timestamptz"
+        " + g * interval '1 hour', '0044-03-15'::date + g from generate_series(1, 30) g"
+    )
+    with Drain(pipeline, spark) as drain:
+        drain.run()
+        conn.execute("update a set v = null, n = -n where id % 3 = 0")
+        conn.execute("delete from a where id % 5 = 0")
+        conn.execute("insert into a values (100, 'new', 1.25, '{}', null, null)")
+        conn.execute("update a set id = id + 1000 where id = 7")  # a key change
+        drain.run()
+    commits = _commits(Path(pipeline.location("a")))
+    assert [_writer(c) for c in commits][-2:] == ["delta-rs", "delta-rs"]
+    protocol = delta_table.LocalTable.open(pipeline.table("a")).table.protocol()
+    assert "deletionVectors" not in (protocol.reader_features or ())
+    _same(conn, spark, pipeline)
+
+
+def test_a_committed_batch_is_not_written_again(conn, spark, table_a):
+    """The batch's txn is in the target (a drain killed before finish_batch): the rerun
+    skips it, as Spark's txnAppId / txnVersion does."""
+    pipeline = table_a
+    conn.execute("insert into a (id, v) select g, 'v' || g from generate_series(1, 5) g")
+    with Drain(pipeline, spark) as drain:
+        drain.run()
+    ref = pipeline.table("a")
+    [info] = [c for c in _commits(Path(ref.location)) if c.get("operation") == "MERGE"]
+    txns = [
+        json.loads(line)["txn"]
+        for path in sorted((Path(ref.location) / "_delta_log").glob("*.json"))
+        for line in path.read_text().splitlines()
+        if '"txn"' in line
+    ]
+    assert txns, "the driver's MERGE carries the batch's txn"
+    table = delta_table.LocalTable.open(ref)
+    version = table.version()
+    commit = Commit(txns[-1]["appId"], txns[-1]["version"])
+    assert small_writes.committed(table, commit)
+    assert not small_writes.committed(table, Commit(commit.app_id, commit.version + 1))
+    small_writes.merge(table, pa.table({}), [], [], commit)  # returns before any write
+    assert delta_table.LocalTable.open(ref).version() == version
+    assert _writer(info) == "delta-rs"
+
+
+def test_deletion_vectors_and_outgrown_targets_take_spark(conn, spark, table_a, monkeypatch):
+    pipeline = table_a
+    conn.execute("insert into a (id, v) select g, 'v' || g from generate_series(1, 20) g")
+    ref = pipeline.table("a")
+    with Drain(pipeline, spark) as drain:
+        drain.run()
+        delta_table.enable_deletion_vectors(spark, ref)
+        conn.execute("delete from a where id <= 3")
+        drain.run()
+        assert _writer(_commits(Path(ref.location))[-1]) == "spark"
+        _same(conn, spark, pipeline)
+    # another target, without deletion vectors, past the path's size once it holds rows
+    monkeypatch.setattr(small_writes, "MAX_BYTES", 1)
+    other = drainkit.pipeline(
+        pipeline.source.dsn, pipeline.target_path, [{"source": "public.a", "target": "b"}]
+    )
+    conn.execute("update a set v = 'again'")
+    with Drain(other, spark) as drain:
+        drain.run()  # b is created empty: the driver writes its first batch
+        conn.execute("update a set v = 'and again' where id = 4")
+        drain.run()
+    protocol = delta_table.LocalTable.open(other.table("b")).table.protocol()
+    assert "deletionVectors" in (protocol.reader_features or ())
+    assert _writer(_commits(Path(other.location("b")))[-1]) == "spark"
