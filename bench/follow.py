@@ -136,8 +136,8 @@ def write_pipeline(path: Path, dsn: str, root: Path, tables: Sequence[str], spar
 VERBOSE = os.environ.get("BENCH_CDC_VERBOSE") == "1"  # -v for every cdc command (full traces)
 
 
-def cdc_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "cdc.cli", *(["-v"] if VERBOSE else []), *args]
+def cdc_command(*args: str, verbose: bool = VERBOSE) -> list[str]:
+    return [sys.executable, "-m", "cdc.cli", *(["-v"] if verbose else []), *args]
 
 
 class CdcProcess:
@@ -147,7 +147,9 @@ class CdcProcess:
     def __init__(self, args: Sequence[str], log: Path) -> None:
         self.log = log
         self._out = log.open("wb")
-        self.proc = subprocess.Popen(cdc_command(*args), stdout=self._out, stderr=subprocess.STDOUT)
+        # -v: the drain logs each batch (BATCH_LINE) at DEBUG
+        command = cdc_command(*args, verbose=True)
+        self.proc = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT)
 
     def check_running(self) -> None:
         if self.proc.poll() is not None:

@@ -5,7 +5,10 @@ on a schedule.
 Both run beside a drain. Delta commits optimistically: when a drain's MERGE and an OPTIMIZE
 touch the same files, one of them fails with a concurrent-modification error and nothing of
 it is committed. Maintenance retries its step; the drain retries its table (its writes are
-idempotent). VACUUM only deletes files that left the table more than the retention ago
+idempotent). An OPTIMIZE holds its source table's lock (cdc.pg.source.table_locks): the
+drain's batches of that table wait for it, those of other tables go on; without it, small
+batches written from the driver every second would make a longer OPTIMIZE retry without
+end. VACUUM only deletes files that left the table more than the retention ago
 (7 days by default), longer than any batch reads them.
 """
 
@@ -21,6 +24,7 @@ from pyspark.sql import SparkSession
 from cdc.config import Pipeline
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes
+from cdc.pg import source as source_module
 from cdc.progress import Progress
 from cdc.targets import delta_table, registry
 
@@ -69,7 +73,11 @@ def maintain(
             before = delta_table.files(spark, ref)
             if optimize:
                 step = partial(delta_table.optimize, spark, ref, order)
-                delta_table.retry_conflicts(step, f"optimize {name}")
+                # the drain's batches of the table wait meanwhile: small batches commit
+                # faster than an OPTIMIZE, which each of their rewrites would make retry
+                sources = [maps[name].source] if name in maps else []
+                with source_module.table_locks(conn, pipeline.source, sources, "maintain"):
+                    delta_table.retry_conflicts(step, f"optimize {name}")
             if vacuum:
                 step = partial(delta_table.vacuum, spark, ref, retain_hours)
                 delta_table.retry_conflicts(step, f"vacuum {name}")

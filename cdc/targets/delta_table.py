@@ -90,8 +90,11 @@ def local_path(ref: TableRef) -> str | None:
 def exists(spark: SparkSession, ref: TableRef) -> bool:
     from delta.tables import DeltaTable
 
-    if local_path(ref) is not None:
-        return LocalTable.open_local(ref) is not None
+    path = local_path(ref)
+    if path is not None:
+        from deltalake import DeltaTable as LogReader
+
+        return LogReader.is_deltatable(path)
     if ref.is_path:
         return DeltaTable.isDeltaTable(spark, ref.location)
     return spark.catalog.tableExists(ref.location)
@@ -352,8 +355,15 @@ class LocalTable:
 
     @classmethod
     def open_local(cls, ref: TableRef) -> LocalTable | None:
-        """open, for a table on a local path only (None for a remote one too)."""
-        return cls.open(ref) if local_path(ref) is not None else None
+        """open, for a table on a local path only: None for a remote one too, and for one
+        whose log delta-rs cannot read (the caller asks Spark then)."""
+        if local_path(ref) is None:
+            return None
+        try:
+            return cls.open(ref)
+        except Exception as exc:
+            log.debug("%s: log not read without a JVM: %s", ref.location, exc)
+            return None
 
     @property
     def table(self) -> Any:

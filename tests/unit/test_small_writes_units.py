@@ -1,0 +1,38 @@
+"""The pure parts of the driver's small-batch writes (cdc.targets.small_writes): which rows
+delta-rs may take, and names quoted for its SQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from cdc.targets import small_writes
+
+
+@pytest.mark.parametrize(
+    ("column", "fits"),
+    [
+        (pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31)]), True),
+        (pa.array([-719_163], pa.int32()).cast(pa.date32()), False),  # 0000-12-31 (1 BC)
+        (pa.array([2_932_897], pa.int32()).cast(pa.date32()), False),  # 10000-01-01
+        (pa.array([None, None], pa.date32()), True),
+        (
+            pa.array([dt.datetime(9999, 12, 31, 23, 59, 59, 999_999)], pa.timestamp("us", "UTC")),
+            True,
+        ),
+        (pa.array([253_402_300_800_000_000], pa.timestamp("us")), False),  # 10000-01-01
+        (pa.array([[dt.date(2024, 1, 1)], [], None]), True),
+        (pa.array([[10**18]], pa.list_(pa.timestamp("us"))), False),  # inside an array
+        (pa.array(["10000-01-01"]), True),  # text is not a date
+    ],
+)
+def test_dates_and_timestamps_outside_years_1_to_9999_take_spark(column, fits):
+    assert small_writes.fits(pa.table({"c": column, "k": pa.array(range(len(column)))})) is fits
+
+
+def test_names_are_quoted_for_delta_rs_sql():
+    assert small_writes.ident("id") == '"id"'
+    assert small_writes.ident('we"ird col') == '"we""ird col"'
+    assert small_writes.ident("Mixed.Case") == '"Mixed.Case"'
