@@ -96,22 +96,26 @@ class Mirror(TargetKind):
         schema = self.ensure(spark, ref, columns)
         started = time.monotonic()
         folded = fold.fold(after_last_truncate(batch.rows, batch.truncated_at), columns)
-        if batch.small and batch.truncated_at is None:
-            table = small_writes.writable(ref, schema, columns)
-            if table is not None:
-                rows = folded.select(
-                    *[F.col(value(i)).cast(t).alias(value(i)) for i, (_, t) in enumerate(schema)],
-                    *[F.col(f"__has{i}") for i, c in enumerate(columns) if not c.is_key],
-                    "__action",
-                    "__reset",
-                )
-                arrow = rows.toArrow()
-                if small_writes.fits(arrow) and small_writes.try_merge(
-                    table, arrow, columns, schema, commit
-                ):
-                    add_time(batch.timings, "fold+merge", started)
-                    return
-        if small_writes.outgrown(ref):
+        local = delta_table.LocalTable.open_local(ref)  # its log, read once
+        if (
+            local is not None
+            and batch.small
+            and batch.truncated_at is None
+            and small_writes.writable(local, schema, columns)
+        ):
+            rows = folded.select(
+                *[F.col(value(i)).cast(t).alias(value(i)) for i, (_, t) in enumerate(schema)],
+                *[F.col(f"__has{i}") for i, c in enumerate(columns) if not c.is_key],
+                "__action",
+                "__reset",
+            )
+            arrow = rows.toArrow()
+            if small_writes.fits(arrow) and small_writes.try_merge(
+                local, arrow, columns, schema, commit
+            ):
+                add_time(batch.timings, "fold+merge", started)
+                return
+        if local is not None and small_writes.outgrown(local):
             delta_table.enable_deletion_vectors(spark, ref)
         if batch.truncated_at is not None:
             kept = folded.where(F.col("__action") == fold.UPSERT).select(

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from cdc.pg.pgtypes import Column
 from cdc.pipeline.decode import value
 from cdc.targets import delta_table, fold
-from cdc.targets.table import Commit, TableRef
+from cdc.targets.table import Commit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BYTES",
     "WRITABLE_FEATURES",
+    "features",
     "fits",
     "merge",
     "outgrown",
@@ -63,45 +64,48 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def writable(
-    ref: TableRef, schema: list[tuple[str, str]], columns: list[Column]
-) -> delta_table.LocalTable | None:
-    """The target opened for a driver-side write, or None when the Spark MERGE must write it
-    (see the module docstring)."""
-    if any(fold.restates_key(c) for c in columns):
-        return None
-    table = delta_table.LocalTable.open_local(ref)
-    if table is None:
-        return None
+# the features a table of a legacy protocol (writer version below 7, reader below 3) has
+# by its versions alone
+LEGACY_WRITER = {
+    2: {"appendOnly", "invariants"},
+    3: {"checkConstraints"},
+    4: {"changeDataFeed", "generatedColumns"},
+    5: {"columnMapping"},
+    6: {"identityColumns"},
+}
+LEGACY_READER = {2: {"columnMapping"}}
+
+
+def features(table: delta_table.LocalTable) -> set[str]:
+    """Every feature the table's protocol asks of a reader or writer: the listed ones, and
+    those a legacy version implies."""
     protocol = table.table.protocol()
-    features = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
-    if protocol.min_reader_version > 3 or protocol.min_writer_version > 7:
-        return None
-    if protocol.min_writer_version < 7 and (
-        protocol.min_writer_version > 5 or protocol.min_reader_version > 2
-    ):
-        return None  # legacy versions 6 (identity columns) and reader 3 without features
-    if not features <= WRITABLE_FEATURES:
-        return None
+    found = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
+    for version, implied in LEGACY_WRITER.items():
+        if protocol.min_writer_version < 7 and protocol.min_writer_version >= version:
+            found |= implied
+    for version, implied in LEGACY_READER.items():
+        if protocol.min_reader_version < 3 and protocol.min_reader_version >= version:
+            found |= implied
+    return found
+
+
+def writable(
+    table: delta_table.LocalTable, schema: list[tuple[str, str]], columns: list[Column]
+) -> bool:
+    """Whether the driver may write this batch's rows to the target (its local table), or
+    the Spark MERGE must (see the module docstring)."""
+    if any(fold.restates_key(c) for c in columns) or not features(table) <= WRITABLE_FEATURES:
+        return False
     names = {f.name for f in table.schema().fields}
-    if any(name not in names for name, _ in schema):
-        return None
-    if table.size() > MAX_BYTES:
-        return None
-    return table
+    return all(name in names for name, _ in schema) and table.size() <= MAX_BYTES
 
 
-def outgrown(ref: TableRef) -> bool:
+def outgrown(table: delta_table.LocalTable) -> bool:
     """Whether a local target without deletion vectors grew past MAX_BYTES: the Spark MERGE
     writes it from now on, with deletion vectors (one MERGE rewrites whole files
     without)."""
-    table = delta_table.LocalTable.open_local(ref)
-    if table is None:
-        return False
-    protocol = table.table.protocol()
-    if "deletionVectors" in (protocol.reader_features or ()):
-        return False
-    return table.size() > MAX_BYTES
+    return "deletionVectors" not in features(table) and table.size() > MAX_BYTES
 
 
 # dates and timestamps delta-rs writes statistics for without overflow (it panics on years
@@ -119,13 +123,14 @@ def fits(rows: pa.Table) -> bool:
         while pa.types.is_list(kind) or pa.types.is_large_list(kind):
             values, kind = pc.list_flatten(values), kind.value_type
         if pa.types.is_date32(kind):
-            low, high, scale = LOWEST_DAY, HIGHEST_DAY, 1
+            low, high, width = LOWEST_DAY, HIGHEST_DAY, pa.int32()
         elif pa.types.is_timestamp(kind):
-            scale = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[kind.unit]
-            low, high = LOWEST_DAY * 86_400 * scale, (HIGHEST_DAY + 1) * 86_400 * scale - 1
+            per_day = (
+                86_400 * {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[kind.unit]
+            )
+            low, high, width = LOWEST_DAY * per_day, (HIGHEST_DAY + 1) * per_day - 1, pa.int64()
         else:
             continue
-        width = pa.int32() if pa.types.is_date32(kind) else pa.int64()
         bounds = pc.min_max(values.cast(width))
         least, most = bounds["min"].as_py(), bounds["max"].as_py()
         if least is not None and (least < low or most > high):

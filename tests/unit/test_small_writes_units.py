@@ -36,3 +36,16 @@ def test_names_are_quoted_for_delta_rs_sql():
     assert small_writes.ident("id") == '"id"'
     assert small_writes.ident('we"ird col') == '"we""ird col"'
     assert small_writes.ident("Mixed.Case") == '"Mixed.Case"'
+
+
+def test_a_legacy_protocol_counts_the_features_its_versions_imply(tmp_path):
+    from deltalake import write_deltalake
+
+    from cdc.targets import delta_table
+    from cdc.targets.table import TableRef
+
+    write_deltalake(str(tmp_path), pa.table({"id": pa.array([1], pa.int64())}))
+    table = delta_table.LocalTable.open_local(TableRef(str(tmp_path)))
+    protocol = table.table.protocol()
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
+    assert small_writes.features(table) == {"appendOnly", "invariants"}
