@@ -10,9 +10,10 @@ text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
-from cdc.formats.spec import Format, StartsWith
+from cdc.formats.spec import Format, KvMap, StartsWith, Undecided
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -39,6 +40,70 @@ def jvm_map(ev_data: Column) -> Column:
     )
 
 
+OPS = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "TRUNCATE": "R"}
+
+
+def _object(text: str) -> dict[str, Any]:
+    """A JSON object as Python's json reads it, refusing what Spark's parser (Jackson) might
+    read otherwise: NaN and Infinity, non-integral numbers (Jackson writes them back in its
+    own form), repeated names, trailing text, anything but an object."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(items)
+        if len(found) != len(items):
+            raise Undecided("a name repeats in a JSON object")
+        return found
+
+    def refuse(token: str) -> None:
+        raise Undecided(f"JSON number {token[:20]!r}")
+
+    try:
+        found = json.loads(text, object_pairs_hook=pairs, parse_constant=refuse, parse_float=refuse)
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, too many digits
+        raise Undecided(f"not JSON as Python reads it: {exc}") from None
+    if not isinstance(found, dict):
+        raise Undecided("not a JSON object")
+    return found
+
+
+def _text(value: Any) -> str | None:
+    """A JSON value as from_json's string map holds it: a string's content, null as null,
+    true, false and an integer as their JSON text; anything else is undecided."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _utf8(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return str(value)  # a longer one may pass Jackson's number length limit
+    raise Undecided(f"a JSON {type(value).__name__} value")
+
+
+def _utf8(text: str) -> str:
+    """text, when it has a UTF-8 form (a JSON escape may make a lone surrogate, \\ud800)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Undecided("a JSON string holds a lone surrogate") from None
+    return text
+
+
+def driver_op(ev_type: str) -> str:
+    """op on the driver: I, U, D from the ``op`` INSERT, UPDATE, DELETE; R for TRUNCATE."""
+    op = _object(ev_type).get("op")
+    found = OPS.get(op) if isinstance(op, str) else None
+    if found is None:
+        raise Undecided("a json ev_type without a known op")
+    return found
+
+
+def driver_map(op: str, ev_data: str) -> KvMap:
+    """jvm_map on the driver: the JSON object as column -> text."""
+    return {_utf8(name): _text(value) for name, value in _object(ev_data).items()}
+
+
 FORMAT = Format(
     name="json",
     pgq_trigger="pgq.jsontriga",
@@ -46,4 +111,6 @@ FORMAT = Format(
     full_row=True,
     op=op,
     jvm_map=jvm_map,
+    driver_op=driver_op,
+    driver_map=driver_map,
 )

@@ -12,6 +12,9 @@ One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in on
   and classifiers give it op ``R`` and no format;
 - a format decodes either inside the JVM (``jvm_map``: a Spark expression over ev_data) or in
   Python (``python_map``: run in an Arrow UDF, on that format's events only);
+- a format may also decode on the driver, in plain Python (``driver_op``, ``driver_map``), for
+  a small batch (cdc.pipeline.driver_decode): those answer exactly what its Spark decoder
+  answers, or raise ``Undecided`` when they cannot be sure of it (then Spark decodes);
 - importing this module, and the format modules, needs neither pyspark nor pyarrow: both are
   imported inside the functions that build their expressions.
 """
@@ -29,6 +32,12 @@ if TYPE_CHECKING:
     ArrowStrings = pa.Array | pa.ChunkedArray
 
 KvMap = dict[str, str | None]
+
+
+class Undecided(ValueError):
+    """A driver-side decoder cannot be sure that its answer is the Spark decoder's (an event
+    it does not decode, a form of a value it does not know): the table's events are decoded
+    by Spark, which also quarantines the bad ones."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,13 @@ def first_letter(ev_type: Column) -> Column:
     return F.substring(ev_type, 1, 1)
 
 
+def driver_first_letter(ev_type: str) -> str:
+    """first_letter on the driver: the op of an ev_type its format's shape matched."""
+    if ev_type[:1] not in ("I", "U", "D"):
+        raise Undecided(f"ev_type {ev_type[:20]!r} does not start with an op")
+    return ev_type[0]
+
+
 @dataclass(frozen=True)
 class Format:
     """One capture format, with PgQ's trigger of the same events."""
@@ -102,6 +118,10 @@ class Format:
     jvm_map: Callable[[Column], Column] | None = None  # Spark: ev_data -> map<string,string>
     # Python: (op, ev_data) -> column -> text, None when undecodable
     python_map: Callable[[str | None, str | None], KvMap | None] | None = None
+    # on the driver, the same answers as ``op`` and the map (or Undecided): ev_type -> I, U,
+    # D or R; (op, ev_data) -> column -> text. None: Spark decodes every event of the format
+    driver_op: Callable[[str], str] | None = None
+    driver_map: Callable[[str, str], KvMap] | None = None
 
     def __post_init__(self) -> None:
         if (self.jvm_map is None) == (self.python_map is None):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from cdc.formats.spec import Format, KvMap, OneOf, first_letter
+from cdc.formats.spec import Format, KvMap, OneOf, Undecided, driver_first_letter, first_letter
 
 OPS = ("I", "U", "D")  # the ev_type of a row event is just its op
 
@@ -98,6 +98,15 @@ def python_map(op: str | None, data: str | None) -> KvMap | None:
         return None
 
 
+def driver_map(op: str, data: str) -> KvMap:
+    """python_map on the driver: an event that is not one of the shapes is undecided (Spark
+    quarantines it)."""
+    found = python_map(op, data)
+    if found is None:
+        raise Undecided("not one of sqltriga's shapes")
+    return found
+
+
 FORMAT = Format(
     name="sql",
     pgq_trigger="pgq.sqltriga",
@@ -106,4 +115,6 @@ FORMAT = Format(
     op=first_letter,
     truncate_type="R",
     python_map=python_map,
+    driver_op=driver_first_letter,
+    driver_map=driver_map,
 )

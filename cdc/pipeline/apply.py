@@ -41,7 +41,7 @@ from cdc.errors import CdcError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
 from cdc.pg.queue import Batch
-from cdc.pipeline import decode
+from cdc.pipeline import decode, driver_decode
 from cdc.pipeline.pool import SessionPool, in_session
 from cdc.pipeline.reader import BatchEvents
 from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
@@ -74,6 +74,7 @@ class BatchStats:
     failing: dict[str, str] = field(default_factory=dict)  # target -> reason
     seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
     phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
+    on_driver: set[str] = field(default_factory=set)  # targets decoded and written without Spark
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,20 @@ class Outcome:
     failure: str | None = None  # why it cannot be applied (it becomes failing)
     timings: dict[str, float] = field(default_factory=dict)
     seconds: float | None = None
+    on_driver: bool = False  # decoded and written without Spark
+
+
+@dataclass(frozen=True)
+class TablePart:
+    """One table's part of a batch, ready to be decoded and written."""
+
+    table: TableMap
+    events: BatchEvents
+    columns: list[pgtypes.Column]  # as written (schema_drift.Drift.columns)
+    drift: schema_drift.Drift
+    ref: TableRef
+    commit: Commit
+    out: Outcome
 
 
 def worker_conf(spark: SparkSession) -> dict[str, str]:
@@ -254,6 +269,8 @@ class BatchApplier:
                 stats.phases[phase] = stats.phases.get(phase, 0.0) + seconds
             if out.seconds is not None:
                 stats.seconds[table.target] = out.seconds
+            if out.on_driver:
+                stats.on_driver.add(table.target)
             if out.decoded is not None:
                 decoded_tables.append(out.decoded)
             if out.failure is not None:
@@ -328,24 +345,14 @@ class BatchApplier:
             # are written
             drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
             columns = drift.columns
-            frame = in_session(events.tables[table.source], spark)
             small = (
                 events.cached is None
                 and events.counts.get(table.source, 0) <= SMALL_EVENTS
                 and self._materialize == "auto"
             )
-            out.decoded = decode.decode_table(
-                frame, columns, events.formats[table.source], drift, cache=not small
-            )
-            facts = out.decoded.facts(columns)  # decodes, into the cache
-            add_time(out.timings, "decode", started)
-            rows = TableBatch(
-                out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small
-            )
-            # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
-            spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self._materialize)
-            write = partial(kind.apply, spark, ref, commit, rows)
-            delta_table.retry_conflicts(write, f"table {table.target}")
+            part = TablePart(table, events, columns, drift, ref, commit, out)
+            if not (small and self._on_driver(part)):
+                self._in_spark(part, small, spark)
         except Exception as exc:
             failure = failures.classify(exc, self.pipeline.target_path)
             if failure.kind != failures.TABLE:
@@ -354,8 +361,6 @@ class BatchApplier:
                 log.debug("target %s cannot be applied", table.target, exc_info=exc)
             out.failure = failure.message
             return out
-        if facts.bad:
-            out.bad = out.decoded.bad
         out.seconds = time.monotonic() - started
         stage("table:" + table.target)
         with self._count_lock:
@@ -363,6 +368,47 @@ class BatchApplier:
             committed = self._committed
         stage(f"committed:{committed}")
         return out
+
+    def _on_driver(self, part: TablePart) -> bool:
+        """A small batch read with COPY, decoded (cdc.pipeline.driver_decode) and written
+        (the kind's apply_on_driver) without Spark; False when either cannot: then Spark
+        decodes and writes it."""
+        raw = part.events.arrow.get(part.table.source)
+        if raw is None:
+            return False
+        started = time.monotonic()
+        rows = driver_decode.decode(raw, part.columns, part.drift)
+        started = add_time(part.out.timings, "decode", started)
+        if rows is None:
+            return False
+        kind = registry.kind(part.table.mode)
+        write = partial(kind.apply_on_driver, part.ref, part.commit, rows, part.columns)
+        # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
+        done = delta_table.retry_conflicts(write, f"table {part.table.target}")
+        add_time(part.out.timings, "fold+merge", started)
+        part.out.on_driver = done
+        return done
+
+    def _in_spark(self, part: TablePart, small: bool, spark: SparkSession) -> None:
+        """The table's events decoded in Spark (cdc.pipeline.decode: its bad events kept for
+        the quarantine) and written by its kind."""
+        started = time.monotonic()
+        out, columns = part.out, part.columns
+        frame = in_session(part.events.tables[part.table.source], spark)
+        out.decoded = decode.decode_table(
+            frame, columns, part.events.formats[part.table.source], part.drift, cache=not small
+        )
+        facts = out.decoded.facts(columns)  # decodes, into the cache
+        add_time(out.timings, "decode", started)
+        rows = TableBatch(
+            out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small
+        )
+        spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self._materialize)
+        kind = registry.kind(part.table.mode)
+        write = partial(kind.apply, spark, part.ref, part.commit, rows)
+        delta_table.retry_conflicts(write, f"table {part.table.target}")
+        if facts.bad:
+            out.bad = out.decoded.bad
 
     def _quarantine(self, batch: Batch, bad: list[DataFrame]) -> int:
         if not bad:

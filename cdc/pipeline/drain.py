@@ -205,9 +205,10 @@ class Drain:
                 continue
             done += 1
             log.debug(
-                "batch %d (tick %d): %d events (%s), %d quarantined",
+                "batch %d (tick %d): %d events (%s), %d quarantined, %d table(s) written"
+                " from the driver",
                 stats.batch_id, stats.tick_id, stats.events, per_table(stats),
-                stats.quarantined,
+                stats.quarantined, len(stats.on_driver),
             )  # fmt: skip
             progress.extra = f"{done} batch(es)"
             pending = self.pending_events()

@@ -20,6 +20,7 @@ A new way of reading batches goes here: one more ``_read_*`` method and its rule
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -40,18 +41,43 @@ log = logging.getLogger("cdc.drain")
 SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch, not applied
 
 
+class LazyFrames(Mapping[str, DataFrame]):
+    """Frames by table, each made on first use: a table written from the driver
+    (cdc.pipeline.driver_decode) never needs one."""
+
+    def __init__(self, make: Callable[[str], DataFrame], names: list[str]) -> None:
+        self._make = make
+        self._names = names
+        self._made: dict[str, DataFrame] = {}
+
+    def __getitem__(self, name: str) -> DataFrame:
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._made:
+            self._made[name] = self._make(name)
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 @dataclass
 class BatchEvents:
     """A batch's events: counts per source table (ev_extra1), a frame per configured table
-    that has events, and the events of tables not in the configuration (or None)."""
+    that has events, and the events of tables not in the configuration (or None). Read with
+    COPY, also each table's raw events as Arrow (``arrow``)."""
 
     counts: dict[str | None, int]
-    tables: dict[str, DataFrame]
+    tables: Mapping[str, DataFrame]
     strays: DataFrame | None
     formats: dict[str, set[str]]  # per table, the formats of its row events
     cached: DataFrame | None = None
     # the snapshot signals (ev_type SIGNAL): (ev_extra1, ev_data) in event order; never data
     signals: list[tuple[str | None, str | None]] = field(default_factory=list)
+    arrow: dict[str, pa.Table] = field(default_factory=dict)  # read with COPY: raw events
 
     def release(self) -> None:
         if self.cached is not None:
@@ -110,13 +136,15 @@ class BatchReader:
             in_config = pc.fill_null(pc.is_in(column, pa.array(sorted(known))), False)
             strays = frame(table.filter(pc.invert(in_config)))
         formats = {}
-        tables = {}
-        for source in {names.events[name] for name in counts if name in known}:
+        arrow = {}
+        for source in sorted({names.events[name] for name in counts if name in known}):
             aliases = pa.array(names.names_of(source))
             rows = table.filter(pc.fill_null(pc.is_in(column, aliases), False))
             formats[source] = capture_formats.formats_of(rows.column("ev_type"))
-            tables[source] = frame(rows)
-        return BatchEvents(by_source(names, counts), tables, strays, formats, signals=signals)
+            arrow[source] = rows
+        tables = LazyFrames(lambda source: frame(arrow[source]), list(arrow))
+        counts = by_source(names, counts)
+        return BatchEvents(counts, tables, strays, formats, signals=signals, arrow=arrow)
 
     def _read_jdbc(
         self, batch: Batch, names: TableNames, url: str, props: dict[str, str]

@@ -1,7 +1,8 @@
 """The mirror kind: the target holds the source table's rows, by key.
 
 A batch's events of the table are folded to one action per key (cdc.targets.fold) and
-MERGEd into the target, with a literal range of the first key column that prunes files; a
+MERGEd into the target (a small batch decoded on the driver: folded and MERGEd there,
+``apply_on_driver``), with a literal range of the first key column that prunes files; a
 batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE.
 Both are one commit marked with the batch's Commit. A snapshot writes the source's rows
 in chunks (``upsert``: whole rows, never a delete), ``cdc resync`` overwrites them;
@@ -12,15 +13,19 @@ from __future__ import annotations
 
 import re
 import time
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.pg.pgtypes import Column
 from cdc.pipeline.decode import meta, value
-from cdc.targets import delta_table, fold, small_writes
+from cdc.targets import delta_table, fold, fold_arrow, small_writes
 from cdc.targets.kind import TableBatch, TargetKind, add_time
 from cdc.targets.table import Commit, TableRef, quote
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["Mirror", "after_last_truncate"]
 
@@ -135,6 +140,23 @@ class Mirror(TargetKind):
             )
             delta_table.merge(spark, ref, folded, on, clauses, commit)
         add_time(batch.timings, "fold+merge", started)
+
+    def apply_on_driver(
+        self, ref: TableRef, commit: Commit, events: pa.Table, columns: list[Column]
+    ) -> bool:
+        """The events folded on the driver (cdc.targets.fold_arrow: the fold's rules, no Spark
+        job) and MERGEd by delta-rs (cdc.targets.small_writes), where that path may write
+        the target; False otherwise."""
+        schema = self.columns(columns)
+        local = delta_table.LocalTable.open_local(ref)
+        if (
+            local is None
+            or not small_writes.writable(local, schema, columns)
+            or not small_writes.fits(events)
+        ):
+            return False
+        folded = fold_arrow.fold_rows(events, columns)
+        return small_writes.try_merge(local, folded, columns, schema, commit)
 
     def load(
         self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]

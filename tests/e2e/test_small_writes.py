@@ -64,15 +64,18 @@ def test_small_batches_are_merged_from_the_driver_exactly(conn, spark, table_a):
         "insert into a select g, 'v' || g, g / 3.0, array[g, null], '2024-01-01'::timestamptz"
         " + g * interval '1 hour', '0044-03-15'::date + g from generate_series(1, 30) g"
     )
+    on_driver: list[set[str]] = []
     with Drain(pipeline, spark) as drain:
-        drain.run()
+        drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
         conn.execute("update a set v = null, n = -n where id % 3 = 0")
         conn.execute("delete from a where id % 5 = 0")
         conn.execute("insert into a values (100, 'new', 1.25, '{}', null, null)")
         conn.execute("update a set id = id + 1000 where id = 7")  # a key change
-        drain.run()
+        drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
     commits = _commits(Path(pipeline.location("a")))
     assert [_writer(c) for c in commits][-2:] == ["delta-rs", "delta-rs"]
+    # decoded on the driver too (cdc.pipeline.driver_decode)
+    assert on_driver == [{"a"}, {"a"}]
     protocol = delta_table.LocalTable.open(pipeline.table("a")).table.protocol()
     assert "deletionVectors" not in (protocol.reader_features or ())
     _same(conn, spark, pipeline)

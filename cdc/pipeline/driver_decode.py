@@ -1,0 +1,304 @@
+"""A small batch's events decoded on the driver, in plain Python over the Arrow rows COPY
+read: the typed rows cdc.pipeline.decode would make in Spark, or no answer.
+
+A Spark decode costs a few Spark jobs whatever its size (a second or more on two cores); a
+batch touching many tables a few rows each paid it per table. The events of a small batch
+are on the driver already (read with COPY into Arrow), so they are decoded there: each
+format's driver decoder (cdc.formats: ``driver_op``, ``driver_map``) makes the column ->
+text map, and ``cast`` makes each text the value Spark's cast (decode.cast_text) makes.
+
+Only where the answer is certainly Spark's. Anything else is undecided, and the whole table
+is decoded by Spark as before (which quarantines the bad events):
+
+- a bad event of any kind (unknown type, undecodable payload, a missing key, a column the
+  source lacks, a value that does not cast), and a TRUNCATE (the small path takes none);
+- a target column whose type differs from the source's (schema_drift's source_types);
+- a value in a form PostgreSQL does not write (``" 12"``, ``"1e5"`` for an integer,
+  ``"yes"`` for a boolean), a date or timestamp outside years 1-9999 or BC, an offset with
+  seconds, a decimal with more digits than its type keeps, a float4 text halfway between
+  two floats: each would need Spark's own rules for the exact answer.
+
+tests/spark/test_driver_decode.py holds every answer equal to Spark's over the type sweep
+and hostile events.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import struct
+from collections.abc import Callable
+from decimal import Context, Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from cdc import formats
+from cdc.formats.spec import Undecided
+from cdc.pg import pgarray
+from cdc.pg.pgtypes import Column
+from cdc.pipeline.decode import meta, present, value
+
+if TYPE_CHECKING:
+    from cdc.targets.schema_drift import Drift
+
+__all__ = ["Undecided", "arrow_type", "cast", "decode"]
+
+log = logging.getLogger("cdc.decode")
+
+INTEGER_TEXT = re.compile(r"-?[0-9]+")
+INTEGER_RANGE = {"short": 16, "int": 32, "long": 64}  # bits
+FLOAT_TEXT = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity")
+DECIMAL_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?")
+DECIMAL_TYPE = re.compile(r"decimal\((\d+),(\d+)\)")
+DATE_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+TIMESTAMP_TEXT = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?"
+)
+OFFSET_TEXT = re.compile(r"([+-])([0-9]{2})(?::([0-9]{2}))?")
+BINARY_TEXT = re.compile(r"\\x((?:[0-9A-Fa-f]{2})*)")
+BOOLEAN_TEXT = {"t": True, "true": True, "f": False, "false": False}
+UTC = dt.UTC
+INFINITY = float("inf")
+
+
+def arrow_type(spark_type: str) -> pa.DataType:
+    """The Arrow type Spark hands a column of this Spark type over as (``toArrow``)."""
+    if spark_type.startswith("array<"):
+        return pa.list_(arrow_type(spark_type[len("array<") : -1]))
+    decimal = DECIMAL_TYPE.fullmatch(spark_type)
+    if decimal:
+        return pa.decimal128(int(decimal[1]), int(decimal[2]))
+    scalar = {
+        "string": pa.string(),
+        "short": pa.int16(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "boolean": pa.bool_(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        "timestamp_ntz": pa.timestamp("us"),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
+    if spark_type not in scalar:
+        raise Undecided(f"no driver-side cast to {spark_type}")
+    return scalar[spark_type]
+
+
+def _integer(text: str, bits: int) -> int:
+    if not INTEGER_TEXT.fullmatch(text):
+        raise Undecided(f"integer text {text[:20]!r}")
+    number = int(text)
+    if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+        raise Undecided(f"integer {text[:20]!r} out of range")
+    return number
+
+
+def _double(text: str) -> float:
+    if not FLOAT_TEXT.fullmatch(text):
+        raise Undecided(f"float text {text[:20]!r}")
+    number = float(text)  # correctly rounded, as Java's Double.parseDouble
+    if number in (INFINITY, -INFINITY) and not text.endswith("Infinity"):
+        raise Undecided(f"float {text[:20]!r} beyond float8")
+    return number
+
+
+def _float(text: str) -> float:
+    """The float4 nearest the text, as Java's Float.parseFloat: the double nearest it,
+    rounded to float4, checked to be nearer the text than either neighbour (rounding twice
+    may miss by one near a halfway point: undecided then)."""
+    number = _double(text)
+    try:
+        single = struct.unpack("<f", struct.pack("<f", number))[0]
+    except OverflowError:
+        raise Undecided(f"float {text[:20]!r} beyond float4") from None
+    if number != number or number in (INFINITY, -INFINITY) or number == 0.0:
+        return number  # NaN, ±Infinity, ±0: exact
+    bits = struct.unpack("<I", struct.pack("<f", single))[0]
+    if single == 0.0 or bits & 0x7F800000 == 0x7F800000:
+        raise Undecided(f"float {text[:20]!r} is zero or infinite as float4")
+    exact = Fraction(Decimal(text))
+    mine = abs(exact - Fraction(single))
+    for neighbour_bits in (bits - 1, bits + 1):
+        neighbour = struct.unpack("<f", struct.pack("<I", neighbour_bits))[0]
+        if neighbour in (INFINITY, -INFINITY):
+            neighbour = 2.0**128 if neighbour > 0 else -(2.0**128)  # where rounding overflows
+        if abs(exact - Fraction(neighbour)) <= mine:
+            raise Undecided(f"float {text[:20]!r} near halfway between two float4")
+    return single
+
+
+def _decimal(text: str, precision: int, scale: int) -> Decimal:
+    found = DECIMAL_TEXT.fullmatch(text)
+    if not found:
+        raise Undecided(f"numeric text {text[:20]!r}")
+    whole, fraction = found[1].lstrip("0"), found[2] or ""
+    if len(fraction) > scale or len(whole) > precision - scale:
+        raise Undecided(f"numeric {text[:20]!r} does not fit decimal({precision},{scale})")
+    # exact: no more digits than the type holds, and a context that holds them all
+    return Decimal(text).quantize(Decimal(1).scaleb(-scale), context=Context(prec=precision))
+
+
+def _date(text: str) -> dt.date:
+    found = DATE_TEXT.fullmatch(text)
+    if not found:
+        raise Undecided(f"date text {text[:20]!r}")
+    try:
+        return dt.date(int(found[1]), int(found[2]), int(found[3]))
+    except ValueError:  # year 0, 31 February
+        raise Undecided(f"date {text[:20]!r}") from None
+
+
+def _timestamp(text: str, with_offset: bool) -> dt.datetime:
+    found = TIMESTAMP_TEXT.match(text)
+    if not found:
+        raise Undecided(f"timestamp text {text[:40]!r}")
+    rest = text[found.end() :]
+    zone = None
+    if with_offset:
+        offset = OFFSET_TEXT.fullmatch(rest)
+        if not offset or int(offset[2]) > 15:
+            raise Undecided(f"timestamp offset {rest[:20]!r}")
+        minutes = int(offset[2]) * 60 + int(offset[3] or 0)
+        zone = dt.timezone(dt.timedelta(minutes=-minutes if offset[1] == "-" else minutes))
+    elif rest:
+        raise Undecided(f"timestamp text {text[:40]!r}")
+    micros = int((found[7] or "").ljust(6, "0"))
+    try:
+        stamp = dt.datetime(*(int(found[i]) for i in range(1, 7)), micros, tzinfo=zone)
+        return stamp.astimezone(UTC) if zone is not None else stamp
+    except (ValueError, OverflowError):  # out of range, or past year 1-9999 once in UTC
+        raise Undecided(f"timestamp {text[:40]!r}") from None
+
+
+def _binary(text: str) -> bytes:
+    found = BINARY_TEXT.fullmatch(text)
+    if not found:
+        raise Undecided("bytea text that is not \\x hex")
+    return bytes.fromhex(found[1])
+
+
+def _boolean(text: str) -> bool:
+    if text not in BOOLEAN_TEXT:
+        raise Undecided(f"boolean text {text[:20]!r}")
+    return BOOLEAN_TEXT[text]
+
+
+def caster(spark_type: str) -> Callable[[str], Any]:
+    """The function of one text to its value of spark_type, as decode.cast_text makes it
+    (raising Undecided where that is not certain, and where cast_text gives null)."""
+    if spark_type.startswith("array<"):
+        element = caster(spark_type[len("array<") : -1])
+
+        def array(text: str) -> list[Any]:
+            try:
+                items = pgarray.parse(text)
+            except pgarray.ArrayLiteralError as exc:
+                raise Undecided(str(exc)) from None
+            return [None if item is None else element(item) for item in items]
+
+        return array
+    decimal = DECIMAL_TYPE.fullmatch(spark_type)
+    if decimal:
+        precision, scale = int(decimal[1]), int(decimal[2])
+        return lambda text: _decimal(text, precision, scale)
+    if spark_type in INTEGER_RANGE:
+        bits = INTEGER_RANGE[spark_type]
+        return lambda text: _integer(text, bits)
+    casts: dict[str, Callable[[str], Any]] = {
+        "string": lambda text: text,
+        "float": _float,
+        "double": _double,
+        "boolean": _boolean,
+        "binary": _binary,
+        "date": _date,
+        "timestamp_ntz": lambda text: _timestamp(text, False),
+        "timestamp": lambda text: _timestamp(text, True),
+    }
+    if spark_type not in casts:
+        raise Undecided(f"no driver-side cast to {spark_type}")
+    return casts[spark_type]
+
+
+def cast(text: str | None, spark_type: str) -> Any:
+    """One text value as cdc.pipeline.decode.cast_text casts it (None for None)."""
+    return None if text is None else caster(spark_type)(text)
+
+
+def _formats(ev_types: pa.ChunkedArray) -> list[formats.Format | None]:
+    """Each event's format, the first whose ev_type shape matches (registry order); None
+    for no match."""
+    found: list[formats.Format | None] = [None] * len(ev_types)
+    for fmt in reversed(formats.FORMATS):
+        for row, hit in enumerate(fmt.ev_type.arrow(ev_types).to_pylist()):
+            if hit:
+                found[row] = fmt
+    return found
+
+
+def _kv(fmt: formats.Format | None, ev_type: str | None, ev_data: str | None) -> tuple[str, dict]:
+    """(op, column -> text) of one row event."""
+    if ev_type is None or ev_type in formats.TRUNCATE_TYPES:
+        raise Undecided("a TRUNCATE, or an event without a type")
+    if fmt is None or fmt.driver_op is None or fmt.driver_map is None:
+        raise Undecided(f"ev_type {ev_type[:40]!r}: no driver-side decoder")
+    op = fmt.driver_op(ev_type)
+    if op not in ("I", "U", "D") or ev_data is None:
+        raise Undecided(f"op {op}, or no ev_data")
+    return op, fmt.driver_map(op, ev_data)
+
+
+def decode(raw: pa.Table, columns: list[Column], drift: Drift | None = None) -> pa.Table | None:
+    """The typed rows of one table's raw events (cdc.pg.batch.EVENT_SCHEMA): meta op,
+    ev_id and ev_txid, then value(i) and present(i) per column, as decode.decode_table's
+    rows hold them; None when any answer is undecided (see the module docstring)."""
+    try:
+        return _decode(raw, columns, drift)
+    except Undecided as why:
+        log.debug("decoded by Spark: %s", why)
+        return None
+
+
+def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Table:
+    if drift is not None and drift.source_types:
+        raise Undecided("a target column's type differs from the source's")
+    names = [c.name for c in columns]
+    known = set(names)
+    keys = [c.name for c in columns if c.is_key]
+    missing = {names[i]: text for i, text in (drift.missing if drift else {}).items()}
+    casts = [caster(c.spark_type) for c in columns]
+    ops: list[str] = []
+    values: list[list[Any]] = [[] for _ in columns]
+    presence: list[list[bool]] = [[] for _ in columns]
+    kinds = _formats(raw.column("ev_type"))
+    rows = zip(
+        kinds, raw.column("ev_type").to_pylist(), raw.column("ev_data").to_pylist(), strict=True
+    )
+    for fmt, ev_type, ev_data in rows:
+        op, kv = _kv(fmt, ev_type, ev_data)
+        assert fmt is not None
+        if missing and (op == "I" or (op == "U" and fmt.full_row)):
+            kv = {**{n: t for n, t in missing.items() if n not in kv}, **kv}
+        if any(kv.get(k) is None for k in keys):
+            raise Undecided("an event without a value for a key column")
+        if op != "D" and not kv.keys() <= known:
+            raise Undecided("a column the source does not have")
+        ops.append(op)
+        for i, name in enumerate(names):
+            text = kv.get(name)
+            values[i].append(None if text is None else casts[i](text))
+            presence[i].append(name in kv)
+    out: dict[str, pa.Array | pa.ChunkedArray] = {
+        meta("op"): pa.array(ops, pa.string()),
+        meta("ev_id"): raw.column("ev_id"),
+        meta("ev_txid"): raw.column("ev_txid"),
+    }
+    for i, c in enumerate(columns):
+        out[value(i)] = pa.array(values[i], arrow_type(c.spark_type))
+    for i in range(len(columns)):
+        out[present(i)] = pa.array(presence[i], pa.bool_())
+    return pa.table(out)
