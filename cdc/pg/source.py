@@ -63,11 +63,21 @@ def table_locks(
     changes its table, while every other table's batches go on. Waits in PostgreSQL's lock
     queue, saying so every 10 s."""
     taken: list[str] = []
+    keys = {table: table_lock_key(src, table) for table in sorted(set(tables))}
     try:
+        # those free now, in one round trip (a try never waits: no order needed); then the
+        # others one by one, in name order, waiting
+        got = conn.execute(
+            "select k from unnest(%s::text[]) as k where pg_try_advisory_lock(hashtext(k))",
+            (list(keys.values()),),
+        ).fetchall()
+        taken.extend(k for (k,) in got)
+        free = set(taken)
         conn.execute("set lock_timeout = '10s'")
         try:
-            for table in sorted(set(tables)):
-                key = table_lock_key(src, table)
+            for table, key in keys.items():
+                if key in free:
+                    continue
                 while True:
                     try:
                         conn.execute("select pg_advisory_lock(hashtext(%s))", (key,))
@@ -79,8 +89,10 @@ def table_locks(
             conn.execute("reset lock_timeout")
         yield
     finally:
-        for key in reversed(taken):
-            conn.execute("select pg_advisory_unlock(hashtext(%s))", (key,))
+        if taken:
+            conn.execute(
+                "select pg_advisory_unlock(hashtext(k)) from unnest(%s::text[]) as k", (taken,)
+            )
 
 
 @dataclass(frozen=True)

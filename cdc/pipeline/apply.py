@@ -209,7 +209,8 @@ class BatchApplier:
         ref = self.pipeline.table(name)
         if not ref.is_path or name in self._current_ids:
             return False
-        table = delta_table.LocalTable.open(ref)
+        # open_local: the table stays open for this batch's other reads of it
+        table = delta_table.LocalTable.open_local(ref) or delta_table.LocalTable.open(ref)
         if table is None:
             return False
         src = self.pipeline.source

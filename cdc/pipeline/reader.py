@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,25 +38,29 @@ from cdc.pg.source import TableNames, jdbc_url
 __all__ = ["BatchEvents", "BatchReader"]
 
 log = logging.getLogger("cdc.drain")
+T = TypeVar("T")
 
 SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch, not applied
 
 
-class LazyFrames(Mapping[str, DataFrame]):
-    """Frames by table, each made on first use: a table written from the driver
-    (cdc.pipeline.driver_decode) never needs one."""
+class Lazy(Mapping[str, T]):
+    """Values by table, each made on first use: a table written from the driver
+    (cdc.pipeline.driver_decode) never needs its Spark frame, nor its formats."""
 
-    def __init__(self, make: Callable[[str], DataFrame], names: list[str]) -> None:
+    def __init__(self, make: Callable[[str], T], names: list[str]) -> None:
         self._make = make
         self._names = names
-        self._made: dict[str, DataFrame] = {}
+        self._made: dict[str, T] = {}
 
-    def __getitem__(self, name: str) -> DataFrame:
+    def __getitem__(self, name: str) -> T:
         if name not in self._names:
             raise KeyError(name)
         if name not in self._made:
             self._made[name] = self._make(name)
         return self._made[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names  # without making the frame (Mapping's would)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
@@ -73,7 +78,7 @@ class BatchEvents:
     counts: dict[str | None, int]
     tables: Mapping[str, DataFrame]
     strays: DataFrame | None
-    formats: dict[str, set[str]]  # per table, the formats of its row events
+    formats: Mapping[str, set[str]]  # per table, the formats of its row events
     cached: DataFrame | None = None
     # the snapshot signals (ev_type SIGNAL): (ev_extra1, ev_data) in event order; never data
     signals: list[tuple[str | None, str | None]] = field(default_factory=list)
@@ -135,14 +140,14 @@ class BatchReader:
         if set(counts) - known:
             in_config = pc.fill_null(pc.is_in(column, pa.array(sorted(known))), False)
             strays = frame(table.filter(pc.invert(in_config)))
-        formats = {}
         arrow = {}
         for source in sorted({names.events[name] for name in counts if name in known}):
             aliases = pa.array(names.names_of(source))
-            rows = table.filter(pc.fill_null(pc.is_in(column, aliases), False))
-            formats[source] = capture_formats.formats_of(rows.column("ev_type"))
-            arrow[source] = rows
-        tables = LazyFrames(lambda source: frame(arrow[source]), list(arrow))
+            arrow[source] = table.filter(pc.fill_null(pc.is_in(column, aliases), False))
+        tables = Lazy(lambda source: frame(arrow[source]), list(arrow))
+        formats = Lazy(
+            lambda source: capture_formats.formats_of(arrow[source].column("ev_type")), list(arrow)
+        )
         counts = by_source(names, counts)
         return BatchEvents(counts, tables, strays, formats, signals=signals, arrow=arrow)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -337,6 +338,48 @@ def retry_conflicts(step: Callable[[], T], what: str, attempts: int = 5) -> T:
     raise AssertionError("unreachable")
 
 
+# local tables opened by LocalTable.open_local: path -> (delta-rs table, a version it was
+# read at, the stat of that version's commit file)
+_OPENED: dict[str, tuple[Any, int, tuple[int, int, int]]] = {}
+_OPENED_LOCK = threading.Lock()
+_KEPT_OPEN = 1024  # tables kept open at most (then all are read again)
+
+
+def _commit_stat(path: str, version: int) -> tuple[int, int, int] | None:
+    try:
+        found = os.stat(os.path.join(path, "_delta_log", f"{version:020d}.json"))
+    except OSError:
+        return None
+    return (found.st_ino, found.st_mtime_ns, found.st_size)
+
+
+def _opened(path: str) -> Any:
+    """delta-rs' table at path, at its latest version (see LocalTable.open_local). A table
+    is brought up to date by one thread at a time; it is not read by two at once (each
+    target is one task's in a batch)."""
+    from deltalake import DeltaTable
+
+    with _OPENED_LOCK:
+        kept = _OPENED.pop(path, None)
+    table = None
+    if kept is not None and _commit_stat(path, kept[1]) == kept[2]:
+        table = kept[0]
+        if table.version() != kept[1] or _commit_stat(path, table.version() + 1) is not None:
+            table.update_incremental()
+    elif DeltaTable.is_deltatable(path):
+        table = DeltaTable(path)
+    else:
+        raise FileNotFoundError(f"no Delta table at {path}")
+    version = table.version()
+    stamp = _commit_stat(path, version)
+    if stamp is not None:  # a version read from a checkpoint alone is not kept
+        with _OPENED_LOCK:
+            if len(_OPENED) >= _KEPT_OPEN:
+                _OPENED.clear()
+            _OPENED[path] = (table, version, stamp)
+    return table
+
+
 class LocalTable:
     """A path table read with delta-rs, without a JVM (status, the failing marks, the
     drain's look for commits under an earlier appId)."""
@@ -356,11 +399,18 @@ class LocalTable:
     @classmethod
     def open_local(cls, ref: TableRef) -> LocalTable | None:
         """open, for a table on a local path only: None for a remote one too, and for one
-        whose log delta-rs cannot read (the caller asks Spark then)."""
-        if local_path(ref) is None:
+        whose log delta-rs cannot read (the caller asks Spark then).
+
+        The drain asks for the same table several times a batch (exists, properties,
+        schema, the write): an opened table is kept (``_OPENED``) and brought up to date
+        with the commits written since (``update_incremental``), as long as the commit it
+        was read at is still the same file (a log's commits are never rewritten: a
+        different file there is a table made again, which is read from the start)."""
+        path = local_path(ref)
+        if path is None:
             return None
         try:
-            return cls.open(ref)
+            return cls(_opened(path))
         except Exception as exc:
             log.debug("%s: log not read without a JVM: %s", ref.location, exc)
             return None
