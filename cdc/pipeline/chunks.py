@@ -216,17 +216,24 @@ class ChunkReader:
             return int(self.conn.execute(count).fetchone()[0])
         return int(total)
 
-    def read_copy(self, spark: SparkSession, after: Key | None, plan: ChunkPlan) -> DataFrame:
-        """The chunk's rows as text, with COPY on the driver."""
+    def read_arrow(self, after: Key | None, plan: ChunkPlan) -> pa.Table | None:
+        """The chunk's rows as text, with COPY on the driver, into Arrow (None: no row)."""
         where = self._range(after, plan.last_key, literal=True)
         query = sql.SQL("copy ({}) to stdout with (format csv)").format(self._text_select(where))
         schema = pa.schema([(c.name, pa.string()) for c in self.columns])
-        data = copyreader.read_table(self.conn, query, schema)
+        return copyreader.read_table(self.conn, query, schema)
+
+    def frame(self, spark: SparkSession, data: pa.Table | None) -> DataFrame:
+        """read_arrow's rows as a Spark frame."""
         if data is None:
             return spark.createDataFrame(
                 [], ", ".join(f"{quote(c.name)} string" for c in self.columns)
             )
         return spark.createDataFrame(data)
+
+    def read_copy(self, spark: SparkSession, after: Key | None, plan: ChunkPlan) -> DataFrame:
+        """The chunk's rows as text, with COPY on the driver."""
+        return self.frame(spark, self.read_arrow(after, plan))
 
     def read_jdbc(
         self,

@@ -229,6 +229,75 @@ def cast(text: str | None, spark_type: str) -> Any:
     return None if text is None else caster(spark_type)(text)
 
 
+# per Spark type, the texts an Arrow cast reads as Spark's cast does (anchored, RE2): the
+# forms PostgreSQL writes; a column with any other text is cast value by value (``caster``)
+ARROW_TEXT = {
+    "short": r"^-?[0-9]+$",
+    "int": r"^-?[0-9]+$",
+    "long": r"^-?[0-9]+$",
+    "float": r"^(-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity)$",
+    "double": r"^(-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity)$",
+    "boolean": r"^(true|false)$",
+    # years 0001-9999 (not 0000: Arrow reads year 0, Spark's cast nothing)
+    "date": r"^([0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"
+    r"-[0-9]{2}-[0-9]{2}$",
+    "timestamp_ntz": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$",
+    "timestamp": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
+    r"[+-](0[0-9]|1[0-5])(:[0-9]{2})?$",
+}
+# 0001-01-01 00:00:00 and 9999-12-31 23:59:59.999999, in microseconds from 1970
+FIRST_MICROS, LAST_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
+DECIMAL_ARROW_TEXT = r"^-?[0-9]+(\.[0-9]+)?$"
+
+
+def cast_column(texts: pa.Array | pa.ChunkedArray, spark_type: str) -> pa.Array:
+    """A column of texts cast as ``cast`` casts each (nulls stay null), by one Arrow cast
+    when every text is in a form it reads as Spark does (``ARROW_TEXT``; Arrow refuses a
+    value out of range, a decimal with digits lost, an impossible date), else value by
+    value; Undecided as ``cast``."""
+    import pyarrow.compute as pc
+
+    kind = arrow_type(spark_type)
+    if spark_type == "string":
+        return texts
+    pattern = (
+        DECIMAL_ARROW_TEXT if DECIMAL_TYPE.fullmatch(spark_type) else ARROW_TEXT.get(spark_type)
+    )
+    if (
+        pattern is not None
+        and pc.all(pc.match_substring_regex(texts, pattern)).as_py() is not False
+    ):
+        try:
+            typed = pc.cast(texts, kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise Undecided(f"{spark_type}: {exc}") from None
+        if spark_type in ("float", "double"):  # past the type's range: Arrow gives infinity
+            spelled = pc.ends_with(texts, "Infinity")
+            if pc.any(pc.and_(pc.is_inf(typed), pc.invert(spelled))).as_py():
+                raise Undecided(f"{spark_type}: a value beyond the type's range")
+        if spark_type in ("timestamp_ntz", "timestamp"):
+            # years 1-9999 (in UTC too), as ``cast``: delta-rs' statistics overflow beyond
+            micros = pc.min_max(typed.cast(pa.timestamp("us")).cast(pa.int64()))
+            if micros["min"].is_valid and not (
+                micros["min"].as_py() >= FIRST_MICROS and micros["max"].as_py() <= LAST_MICROS
+            ):
+                raise Undecided(f"{spark_type}: a value outside years 1-9999")
+        return typed
+    one = caster(spark_type)
+    return pa.array([None if t is None else one(t) for t in texts.to_pylist()], kind)
+
+
+def cast_rows(rows: pa.Table, columns: list[Column]) -> pa.Table | None:
+    """A table of text columns (named as columns) cast to their Spark types, as
+    cdc.pipeline.chunks.typed casts them; None when any value is undecided (the caller
+    casts in Spark then, which also quarantines what does not cast)."""
+    try:
+        return pa.table({c.name: cast_column(rows.column(c.name), c.spark_type) for c in columns})
+    except Undecided as why:
+        log.debug("cast by Spark: %s", why)
+        return None
+
+
 def _formats(ev_types: pa.ChunkedArray) -> list[formats.Format | None]:
     """Each event's format, the first whose ev_type shape matches (registry order); None
     for no match."""

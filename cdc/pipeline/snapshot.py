@@ -50,6 +50,7 @@ from cdc.pipeline.snapshot_job import (
     KILL_AT_ENV,
     PARTITIONS,
     Job,
+    driver_writes,
     failure_of,
     new_states,
     resumable,
@@ -133,6 +134,7 @@ class Snapshot:
         self.progress = progress
         self.chunk_rows = chunk_rows
         self.jdbc_min_rows = JDBC_MIN_ROWS
+        self.driver_writes = driver_writes(spark)
 
     def run(
         self, table: str, partitions: int = PARTITIONS, restart: bool = False
@@ -158,6 +160,7 @@ class Snapshot:
             )  # fmt: skip
         job = Job(self.pipeline, self.spark, targets, states, self.chunk_rows, partitions)
         job.jdbc_min_rows = self.jdbc_min_rows
+        job.driver_writes = self.driver_writes
         # one reporter for the whole run, counting from the rows a resumed run had copied:
         # what it shows never goes back (cdc.progress)
         progress = Progress(

@@ -5,7 +5,10 @@ A chunk is read by cdc.pipeline.chunks under the lock its caller holds (the tabl
 drain's), written to every mirror target of the table by a whole-row MERGE
 (cdc.targets.mirror.Mirror.upsert), its rows that do not cast sent to the quarantine, and
 only then is its progress saved (cdc.targets.snapshots): a process killed in between does
-the chunk again, harmlessly.
+the chunk again, harmlessly. Where every target is a local mirror delta-rs may write, the
+chunk is read with COPY into Arrow, cast there (cdc.pipeline.driver_decode.cast_rows: the
+Spark casts' answers, or none) and appended by delta-rs when the target holds no row of the
+chunk's key range (Mirror.upsert_on_driver); anything else is written by Spark as above.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from functools import cached_property
 
 import psycopg
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -25,8 +29,9 @@ from cdc.config import Pipeline, TableMap
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
-from cdc.pipeline import chunks
-from cdc.targets import delta_table, quarantine, registry, snapshots
+from cdc.pipeline import chunks, driver_decode
+from cdc.targets import delta_table, quarantine, registry, small_writes, snapshots
+from cdc.targets.mirror import Mirror
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
 
@@ -79,6 +84,7 @@ class Job:
         self.states = states
         self.chunk_rows, self.partitions = chunk_rows, partitions
         self.jdbc_min_rows = JDBC_MIN_ROWS
+        self.driver_writes = driver_writes(spark)
         self.estimate: int | None = None
         self.quarantined = 0
 
@@ -119,11 +125,21 @@ class Job:
             plan = reader.plan(after, self.chunk_rows, self.partitions)
             read = 0
             if plan.rows:
-                if jdbc is not None and plan.rows >= self.jdbc_min_rows:
+                if self.driver_writes and self._on_driver(reader.columns):
+                    # COPY into Arrow, cast and appended on the driver where that is exact
+                    data = reader.read_arrow(after, plan)
+                    written = self._write_on_driver(data, reader.columns)
+                    if written is None:
+                        raw = reader.frame(self.spark, data)
+                        read = self._write(chunks.typed(raw, reader.columns), reader.columns)
+                    else:
+                        read = written
+                elif jdbc is not None and plan.rows >= self.jdbc_min_rows:
                     raw = reader.read_jdbc(self.spark, after, plan, *jdbc)
+                    read = self._write(chunks.typed(raw, reader.columns), reader.columns)
                 else:
                     raw = reader.read_copy(self.spark, after, plan)
-                read = self._write(chunks.typed(raw, reader.columns), reader.columns)
+                    read = self._write(chunks.typed(raw, reader.columns), reader.columns)
             else:
                 for target in self.targets:  # an empty table: its target exists all the same
                     ref = self.pipeline.table(target.target)
@@ -142,6 +158,48 @@ class Job:
             )
         stage(f"chunk:{number}")
         return read
+
+    def _on_driver(self, columns: list[pgtypes.Column]) -> bool:
+        """Whether the chunk may be written from the driver: every target a local mirror
+        whose log delta-rs may write (cdc.targets.small_writes; an existing target, or one
+        to be created, which Spark creates without deletion vectors)."""
+        for target in self.targets:
+            ref = self.pipeline.table(target.target)
+            if not isinstance(registry.kind(target.mode), Mirror) or not delta_table.local_path(
+                ref
+            ):
+                return False
+            local = delta_table.LocalTable.open_local(ref)
+            kind = registry.kind(target.mode)
+            if local is not None and not small_writes.writable(
+                local, kind.columns(columns), columns, any_size=True
+            ):
+                return False
+        return True
+
+    def _write_on_driver(self, data: pa.Table | None, columns: list[pgtypes.Column]) -> int | None:
+        """Writes a chunk's rows cast on the driver (cdc.pipeline.driver_decode.cast_rows)
+        to every target, each an append (Mirror.upsert_on_driver); returns the rows read,
+        or None when the chunk must be written by Spark (a value the driver does not cast
+        for certain, a target that holds rows in the chunk's range). A target appended to
+        before another one refuses is MERGEd again by Spark: the same rows."""
+        if data is None:
+            return None
+        typed = driver_decode.cast_rows(data, columns)
+        if typed is None:
+            return None
+        stage("read")
+        for target in self.targets:
+            kind = registry.kind(target.mode)
+            assert isinstance(kind, Mirror)
+            ref = self.pipeline.table(target.target)
+
+            def write(kind: Mirror = kind, ref: TableRef = ref) -> bool:
+                return kind.upsert_on_driver(self.spark, ref, typed, columns)
+
+            if not delta_table.retry_conflicts(write, f"snapshot of {target.target}"):
+                return None
+        return typed.num_rows
 
     def _write(self, typed: DataFrame, columns: list[pgtypes.Column]) -> int:
         """Writes a chunk's rows to every target (those that do not cast to the
@@ -186,6 +244,12 @@ class Job:
         log.warning(
             "%d row(s) of %s do not cast to their column types: quarantined", count, self.source
         )
+
+
+def driver_writes(spark: SparkSession) -> bool:
+    """Whether chunks may be cast and written on the driver: on a local master, where the
+    driver is the machine; on a cluster the executors read (JDBC) and write in parallel."""
+    return spark.sparkContext.master.startswith("local")
 
 
 def failure_of(exc: BaseException, pipeline: Pipeline) -> failures.Failure:

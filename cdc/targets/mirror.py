@@ -158,6 +158,29 @@ class Mirror(TargetKind):
         folded = fold_arrow.fold_rows(events, columns)
         return small_writes.try_merge(local, folded, columns, schema, commit)
 
+    def upsert_on_driver(
+        self, spark: SparkSession, ref: TableRef, rows: pa.Table, columns: list[Column]
+    ) -> bool:
+        """``upsert`` of rows cast on the driver (cdc.pipeline.driver_decode.cast_rows),
+        where it is an append: a local target that delta-rs may write and that holds no
+        row in the rows' first-key range. False otherwise (``upsert`` writes them then)."""
+        import pyarrow.compute as pc
+
+        schema = self.ensure(spark, ref, columns)
+        local = delta_table.LocalTable.open_local(ref)
+        if local is None or not small_writes.writable(local, schema, columns, any_size=True):
+            return False
+        if not small_writes.fits(rows):
+            return False
+        first = next(c for c in columns if c.is_key)
+        bounds = pc.min_max(rows.column(first.name))
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is None or not small_writes.holds_none_between(local, first, low, high):
+            return False
+        # the caller holds the table's lock: no batch writes the range meanwhile
+        small_writes.append(local, rows, schema)
+        return True
+
     def load(
         self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
     ) -> None:

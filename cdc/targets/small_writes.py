@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BYTES",
     "WRITABLE_FEATURES",
+    "append",
     "features",
     "fits",
+    "holds_none_between",
     "merge",
     "outgrown",
     "try_merge",
@@ -91,14 +93,53 @@ def features(table: delta_table.LocalTable) -> set[str]:
 
 
 def writable(
-    table: delta_table.LocalTable, schema: list[tuple[str, str]], columns: list[Column]
+    table: delta_table.LocalTable,
+    schema: list[tuple[str, str]],
+    columns: list[Column],
+    any_size: bool = False,
 ) -> bool:
     """Whether the driver may write this batch's rows to the target (its local table), or
-    the Spark MERGE must (see the module docstring)."""
+    the Spark MERGE must (see the module docstring). any_size: an append (a snapshot's
+    chunk), which rewrites no file, to a target of any size."""
     if any(fold.restates_key(c) for c in columns) or not features(table) <= WRITABLE_FEATURES:
         return False
     names = {f.name for f in table.schema().fields}
-    return all(name in names for name, _ in schema) and table.size() <= MAX_BYTES
+    return all(name in names for name, _ in schema) and (any_size or table.size() <= MAX_BYTES)
+
+
+def _literal(value: object, spark_type: str) -> str | None:
+    """A first-key bound as a literal of delta-rs' SQL (DataFusion), for the types a range
+    is asked of; None for others."""
+    if spark_type in ("short", "int", "long") and isinstance(value, int):
+        return str(value)
+    if spark_type == "string" and isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if spark_type == "date":
+        return f"DATE '{value.isoformat()}'"  # type: ignore[attr-defined]
+    return None
+
+
+def holds_none_between(
+    table: delta_table.LocalTable, column: Column, low: object, high: object
+) -> bool:
+    """Whether the table holds no row whose column lies between low and high (files whose
+    statistics lie outside are not read); False when that cannot be asked."""
+    from deltalake import QueryBuilder
+
+    low_sql, high_sql = _literal(low, column.spark_type), _literal(high, column.spark_type)
+    if low_sql is None or high_sql is None:
+        return False
+    query = f"select 1 from t where {ident(column.name)} between {low_sql} and {high_sql} limit 1"
+    found = QueryBuilder().register("t", table.table).execute(query).read_all()
+    return found.num_rows == 0
+
+
+def append(table: delta_table.LocalTable, rows: pa.Table, schema: list[tuple[str, str]]) -> None:
+    """Appends rows (columns named and typed as the target's) in one commit; delta-rs refuses
+    a type that differs from the target's."""
+    from deltalake import write_deltalake
+
+    write_deltalake(table.table, rows.select([n for n, _ in schema]), mode="append")
 
 
 def outgrown(table: delta_table.LocalTable) -> bool:

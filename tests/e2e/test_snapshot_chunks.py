@@ -243,18 +243,18 @@ def test_dropped_table_marks_its_snapshot_failed_and_the_runner_goes_on(dsn, spa
 def test_server_restart_mid_chunk_does_the_chunk_again(spark, tmp_path, monkeypatch):
     """The server restarts while chunk 2 is being read: `cdc snapshot` reconnects, reads
     and writes that chunk again, and the result equals the source."""
-    read_copy = chunks.ChunkReader.read_copy
+    read_arrow = chunks.ChunkReader.read_arrow  # COPY, for the driver's cast or Spark's
     calls: list[int] = []
     with servers.cluster(PG15_BIN, servers.FAST) as admin:
         install.install(admin)
 
-        def restarting(self, spark_, after, plan):
+        def restarting(self, after, plan):
             calls.append(len(calls) + 1)
             if len(calls) == 2:
                 servers.restart(admin, PG15_BIN)  # cuts this chunk's connection
-            return read_copy(self, spark_, after, plan)
+            return read_arrow(self, after, plan)
 
-        monkeypatch.setattr(chunks.ChunkReader, "read_copy", restarting)
+        monkeypatch.setattr(chunks.ChunkReader, "read_arrow", restarting)
         _prepare_s(admin)
         pipe = drainkit.pipeline(admin, str(tmp_path), _conf("s"))
         result = snapshot.Snapshot(pipe, spark, progress=False, chunk_rows=8000).run("public.s")
@@ -282,3 +282,40 @@ def test_request_queues_the_snapshot_signal(dsn, tmp_path):
     assert [(e.ev_type, json.loads(e.ev_data), e.ev_extra1) for e in events] == [
         ("cdc.snapshot", {"table": "public.s"}, "public.s")
     ]
+
+
+TYPED = """
+create table typed (id int primary key, s smallint, b bigint, n numeric(12,2), r real,
+  f float8, ok bool, d date, ts timestamp, tz timestamptz, raw bytea, t text, a int[],
+  u uuid, free numeric);
+insert into typed select g, (g % 100)::smallint, g::bigint * 1000000007, g / 7.0, g / 3.0, g / 11.0,
+  g % 2 = 0, date '2024-02-29' + g, timestamp '2024-01-01 12:00:00.5' + g * interval '1 h',
+  timestamptz '2024-07-01 00:00:00.000001-03:30' + g * interval '1 min',
+  decode(lpad(to_hex(g), 4, '0'), 'hex'), 'x ''' || g || '", é', array[g, null, -g],
+  gen_random_uuid(), g / 13.0
+  from generate_series(1, 40) g;
+insert into typed values (41, -32768, -9223372036854775808, -9999999999.99, 'NaN',
+  '-Infinity', null, '0044-03-15 BC', '0001-01-01 00:00:00', '9999-12-31 23:59:59.999999+00',
+  '\\x', '', '{}', null, 'NaN');
+"""
+
+
+def test_typed_chunks_are_cast_and_appended_on_the_driver_exactly(dsn, spark, tmp_path):
+    """A table of many types snapshotted in chunks of 20: the first two chunks are cast
+    on the driver and appended by delta-rs, the last (a BC date) is cast by Spark; the
+    target equals the source."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        Queue(conn, "q").create()
+        conn.execute(TYPED)
+        capture.attach(conn, "public.typed", CaptureOptions(queue="q"))
+    pipe = drainkit.pipeline(dsn, str(tmp_path), _conf("typed"))
+    result = snapshot.Snapshot(pipe, spark, progress=False, chunk_rows=20).run("public.typed")
+    assert (result.rows, result.quarantined) == (41, 0)
+    engines = []
+    for path in sorted((tmp_path / "typed" / "_delta_log").glob("*.json")):
+        for line in path.read_text().splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info is not None and "operation" in info and info["operation"] != "CREATE TABLE":
+                engines.append("delta-rs" if "delta-rs" in str(info.get("engineInfo")) else "spark")
+    assert engines == ["delta-rs", "delta-rs", "spark"], engines
+    _assert_equal(dsn, tmp_path, spark, "typed")

@@ -75,7 +75,11 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
             "-2.5e-10",
             *_float4_texts(RND, 300),
         ],
-        ["3.5e38", "1e-50", "7.006492e-46", "1.0000000596046448", ".5", "5.", "inf", "nan", "1d"],
+        [
+            *["3.5e38", "1e-50", "7.006492e-46", "1.0000000596046448", ".5", "5.", "inf"],
+            # below and at a halfway point where rounding through a double would differ
+            *["1.0000001788139343261718749", "1.000000178813934326171875", "nan", "1d"],
+        ],
     ),
     "double": (
         [
@@ -217,6 +221,26 @@ def test_each_cast_decides_as_spark_casts(spark_casts, spark_type):
         # through Arrow as the decoded rows carry it
         mine = _values(pa.array([mine], kind), kind)[0]
         assert _bits(mine) == _bits(spark_value), f"{spark_type}: {text!r}"
+
+
+@pytest.mark.parametrize("spark_type", TYPES)
+def test_each_column_cast_is_spark_cast(spark_casts, spark_type):
+    # a snapshot chunk's column (cdc.pipeline.driver_decode.cast_column): every text
+    # PostgreSQL writes at once, with a null, decides; each hostile text alone equals
+    # Spark's cast or is undecided
+    written, hostile = CASES[spark_type]
+    kind = driver_decode.arrow_type(spark_type)
+    got = _values(driver_decode.cast_column(pa.array([*written, None]), spark_type), kind)
+    expected = [spark_casts[(spark_type, i)] for i in range(len(written))]
+    assert [_bits(v) for v in got] == [_bits(v) for v in [*expected, None]]
+    for i, text in enumerate(hostile, start=len(written)):
+        try:
+            mine = driver_decode.cast_column(pa.array([text]), spark_type)
+        except Undecided:
+            continue
+        spark_value = spark_casts[(spark_type, i)]
+        assert spark_value is not None, f"{spark_type}: {text!r} decided, Spark gives null"
+        assert _bits(_values(mine, kind)[0]) == _bits(spark_value), f"{spark_type}: {text!r}"
 
 
 COLUMNS = [
