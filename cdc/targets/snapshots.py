@@ -25,11 +25,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from cdc.targets import delta_table
+from cdc.targets import delta_table, small_writes
 from cdc.targets.table import TableRef, quote
 
 __all__ = ["COPIED", "DONE", "FAILED", "RUNNING", "SCHEMA", "Progress", "read", "read_local"]
@@ -146,10 +147,25 @@ def read_local(ref: TableRef) -> dict[str, Progress]:
 
 
 def save(spark: SparkSession, ref: TableRef, states: list[Progress]) -> None:
-    """Appends these states, in one commit (creating the table first)."""
+    """Appends these states, in one commit (creating the table first): with delta-rs on a
+    local path it may write (no Spark job: a chunk's save cost more than a second), else
+    with Spark."""
     if not states:
         return
     delta_table.ensure(spark, ref, SCHEMA, [])
+    local = delta_table.LocalTable.open_local(ref)
+    if local is not None and small_writes.writable(local, SCHEMA, [], any_size=True):
+        import pyarrow as pa
+
+        from cdc.pipeline.driver_decode import arrow_type
+
+        schema = pa.schema([(n, arrow_type(t)) for n, t in SCHEMA])
+        rows = pa.Table.from_pylist(
+            [dict(zip(schema.names, s.row(), strict=True)) for s in states], schema
+        )
+        write = partial(small_writes.append, local, rows, SCHEMA)
+        delta_table.retry_conflicts(write, "snapshot progress")
+        return
     schema = ", ".join(f"{quote(n)} {t}" for n, t in SCHEMA)
     frame = spark.createDataFrame([s.row() for s in states], schema)
     delta_table.retry_conflicts(lambda: delta_table.append(frame, ref), "snapshot progress")
