@@ -21,13 +21,17 @@ Domains are mapped as their base type. box[] stays its text (box elements are se
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from cdc.errors import ConfigError
 from cdc.pg import sqlfiles
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("cdc.pgtypes")
 _warned: set[tuple[str, str]] = set()  # tables whose registry warning was logged
@@ -71,6 +75,37 @@ class Column:
     pg_type: str  # the base type as regtype text, "integer[]" for arrays
     spark_type: str  # a Spark SQL type name
     is_key: bool
+
+
+DECIMAL_TYPE = re.compile(r"decimal\((\d+),(\d+)\)")  # a Spark decimal type name
+
+
+def arrow_type(spark_type: str) -> pa.DataType:
+    """The Arrow type of a Spark type name (as Spark's ``toArrow`` gives it, timestamps in
+    UTC); ValueError for one without a mapping here."""
+    import pyarrow as pa
+
+    if spark_type.startswith("array<"):
+        return pa.list_(arrow_type(spark_type[len("array<") : -1]))
+    decimal = DECIMAL_TYPE.fullmatch(spark_type)
+    if decimal:
+        return pa.decimal128(int(decimal[1]), int(decimal[2]))
+    scalar = {
+        "string": pa.string(),
+        "short": pa.int16(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "boolean": pa.bool_(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        "timestamp_ntz": pa.timestamp("us"),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
+    if spark_type not in scalar:
+        raise ValueError(f"no Arrow type for Spark type {spark_type}")
+    return scalar[spark_type]
 
 
 def spark_type(pg_type: str, typmod: int) -> str:

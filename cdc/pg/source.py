@@ -56,12 +56,14 @@ def table_lock_key(src: Source, table: str) -> str:
 def table_locks(
     conn: psycopg.Connection, src: Source, tables: list[str], who: str
 ) -> Iterator[None]:
-    """The tables' locks under the consumer (session advisory locks, taken in name order):
-    a chunk of a table's snapshot holds its table's lock while it reads and writes; a drain
-    holds the locks of the tables its batch touches from before their applies until the
-    batch is finished. So a chunk is never read and written in the middle of a batch that
-    changes its table, while every other table's batches go on. Waits in PostgreSQL's lock
-    queue, saying so every 10 s."""
+    """The tables' locks under the consumer (session advisory locks): a chunk of a table's
+    snapshot holds its table's lock while it reads and writes; a drain holds the locks of
+    the tables its batch touches from before their applies until the batch is finished. So a
+    chunk is never read and written in the middle of a batch that changes its table, while
+    every other table's batches go on. The free locks are taken at once (one round trip), the
+    others waited for in name order, in PostgreSQL's lock queue, saying so every 10 s. No
+    deadlock: a snapshot chunk and maintenance take one lock each, and only the consumer's
+    drain (one at a time, under its drain lock) takes several."""
     taken: list[str] = []
     keys = {table: table_lock_key(src, table) for table in sorted(set(tables))}
     try:

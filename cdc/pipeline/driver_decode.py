@@ -37,8 +37,8 @@ import pyarrow as pa
 
 from cdc import formats
 from cdc.formats.spec import Undecided
-from cdc.pg import pgarray
-from cdc.pg.pgtypes import Column
+from cdc.pg import pgarray, pgtypes
+from cdc.pg.pgtypes import DECIMAL_TYPE, Column
 from cdc.pipeline.decode import meta, present, value
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ INTEGER_TEXT = re.compile(r"-?[0-9]+")
 INTEGER_RANGE = {"short": 16, "int": 32, "long": 64}  # bits
 FLOAT_TEXT = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity")
 DECIMAL_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?")
-DECIMAL_TYPE = re.compile(r"decimal\((\d+),(\d+)\)")
 DATE_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 TIMESTAMP_TEXT = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?"
@@ -65,28 +64,11 @@ INFINITY = float("inf")
 
 
 def arrow_type(spark_type: str) -> pa.DataType:
-    """The Arrow type Spark hands a column of this Spark type over as (``toArrow``)."""
-    if spark_type.startswith("array<"):
-        return pa.list_(arrow_type(spark_type[len("array<") : -1]))
-    decimal = DECIMAL_TYPE.fullmatch(spark_type)
-    if decimal:
-        return pa.decimal128(int(decimal[1]), int(decimal[2]))
-    scalar = {
-        "string": pa.string(),
-        "short": pa.int16(),
-        "int": pa.int32(),
-        "long": pa.int64(),
-        "float": pa.float32(),
-        "double": pa.float64(),
-        "boolean": pa.bool_(),
-        "binary": pa.binary(),
-        "date": pa.date32(),
-        "timestamp_ntz": pa.timestamp("us"),
-        "timestamp": pa.timestamp("us", tz="UTC"),
-    }
-    if spark_type not in scalar:
-        raise Undecided(f"no driver-side cast to {spark_type}")
-    return scalar[spark_type]
+    """pgtypes.arrow_type, undecided for a type without one."""
+    try:
+        return pgtypes.arrow_type(spark_type)
+    except ValueError as exc:
+        raise Undecided(str(exc)) from None
 
 
 def _integer(text: str, bits: int) -> int:
@@ -232,22 +214,19 @@ def cast(text: str | None, spark_type: str) -> Any:
 # per Spark type, the texts an Arrow cast reads as Spark's cast does (anchored, RE2): the
 # forms PostgreSQL writes; a column with any other text is cast value by value (``caster``)
 ARROW_TEXT = {
-    "short": r"^-?[0-9]+$",
-    "int": r"^-?[0-9]+$",
-    "long": r"^-?[0-9]+$",
-    "float": r"^(-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity)$",
-    "double": r"^(-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity)$",
+    **dict.fromkeys(INTEGER_RANGE, f"^{INTEGER_TEXT.pattern}$"),
+    **dict.fromkeys(("float", "double"), f"^({FLOAT_TEXT.pattern})$"),
     "boolean": r"^(true|false)$",
     # years 0001-9999 (not 0000: Arrow reads year 0, Spark's cast nothing)
     "date": r"^([0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"
     r"-[0-9]{2}-[0-9]{2}$",
-    "timestamp_ntz": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$",
-    "timestamp": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
-    r"[+-](0[0-9]|1[0-5])(:[0-9]{2})?$",
+    "timestamp_ntz": f"^{TIMESTAMP_TEXT.pattern}$",
+    # offsets as _timestamp takes them: hours up to 15, minutes, no seconds
+    "timestamp": f"^{TIMESTAMP_TEXT.pattern}" r"[+-](0[0-9]|1[0-5])(:[0-9]{2})?$",
 }
 # 0001-01-01 00:00:00 and 9999-12-31 23:59:59.999999, in microseconds from 1970
 FIRST_MICROS, LAST_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
-DECIMAL_ARROW_TEXT = r"^-?[0-9]+(\.[0-9]+)?$"
+DECIMAL_ARROW_TEXT = f"^{DECIMAL_TEXT.pattern}$"
 
 
 def cast_column(texts: pa.Array | pa.ChunkedArray, spark_type: str) -> pa.Array:

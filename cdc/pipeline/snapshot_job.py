@@ -125,20 +125,20 @@ class Job:
             plan = reader.plan(after, self.chunk_rows, self.partitions)
             read = 0
             if plan.rows:
+                raw = None
                 if self.driver_writes and self._on_driver(reader.columns):
                     # COPY into Arrow, cast and appended on the driver where that is exact
                     data = reader.read_arrow(after, plan)
                     written = self._write_on_driver(data, reader.columns)
                     if written is None:
                         raw = reader.frame(self.spark, data)
-                        read = self._write(chunks.typed(raw, reader.columns), reader.columns)
                     else:
                         read = written
                 elif jdbc is not None and plan.rows >= self.jdbc_min_rows:
                     raw = reader.read_jdbc(self.spark, after, plan, *jdbc)
-                    read = self._write(chunks.typed(raw, reader.columns), reader.columns)
                 else:
                     raw = reader.read_copy(self.spark, after, plan)
+                if raw is not None:
                     read = self._write(chunks.typed(raw, reader.columns), reader.columns)
             else:
                 for target in self.targets:  # an empty table: its target exists all the same
@@ -164,16 +164,12 @@ class Job:
         whose log delta-rs may write (cdc.targets.small_writes; an existing target, or one
         to be created, which Spark creates without deletion vectors)."""
         for target in self.targets:
-            ref = self.pipeline.table(target.target)
-            if not isinstance(registry.kind(target.mode), Mirror) or not delta_table.local_path(
-                ref
-            ):
+            ref, kind = self.pipeline.table(target.target), registry.kind(target.mode)
+            if not isinstance(kind, Mirror) or not delta_table.local_path(ref):
                 return False
             local = delta_table.LocalTable.open_local(ref)
-            kind = registry.kind(target.mode)
-            if local is not None and not small_writes.writable(
-                local, kind.columns(columns), columns, any_size=True
-            ):
+            schema = kind.columns(columns)
+            if local is not None and not small_writes.writable(local, schema, columns, True):
                 return False
         return True
 

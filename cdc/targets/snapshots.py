@@ -30,6 +30,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from cdc.pg import pgtypes
 from cdc.targets import delta_table, small_writes
 from cdc.targets.table import TableRef, quote
 
@@ -157,9 +158,7 @@ def save(spark: SparkSession, ref: TableRef, states: list[Progress]) -> None:
     if local is not None and small_writes.writable(local, SCHEMA, [], any_size=True):
         import pyarrow as pa
 
-        from cdc.pipeline.driver_decode import arrow_type
-
-        schema = pa.schema([(n, arrow_type(t)) for n, t in SCHEMA])
+        schema = pa.schema([(n, pgtypes.arrow_type(t)) for n, t in SCHEMA])
         rows = pa.Table.from_pylist(
             [dict(zip(schema.names, s.row(), strict=True)) for s in states], schema
         )
