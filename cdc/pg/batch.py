@@ -55,8 +55,7 @@ EVENT_SCHEMA = pa.schema(
 
 # ev_time comes as UTC without an offset, which Arrow's parser reads as is
 _CSV_SCHEMA = EVENT_SCHEMA.set(1, pa.field("ev_time", pa.timestamp("us")))
-CSV_BLOCK = 16 << 20  # bytes of CSV parsed at a time
-MAX_CSV_BLOCK = (1 << 31) - 1  # Arrow's largest block: holds a 1 GB value, quoted
+CSV_BLOCK = copyreader.BLOCK  # bytes of CSV parsed at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,53 +157,15 @@ class Batch:
 
     def arrow(self) -> Iterator[pa.RecordBatch]:
         """The batch's events in ev_id order as Arrow record batches of ``EVENT_SCHEMA``, read
-        with COPY in CSV form and parsed by Arrow's CSV reader as the bytes arrive.
-
-        A row larger than the block (a value of tens of MB; PostgreSQL allows 1 GB) cannot be
-        parsed in it: the read goes on after the last event already returned, with a block
-        that holds that row (its size asked from the server)."""
-        block = CSV_BLOCK
-        after: int | None = None  # the ev_id of the last event returned
-        while True:
-            try:
-                for record_batch in self._copy_events(block, after):
-                    after = record_batch.column("ev_id")[-1].as_py()
-                    yield record_batch
-                return
-            except pa.ArrowInvalid as exc:
-                if "straddl" not in str(exc) or block >= MAX_CSV_BLOCK:
-                    raise
-                block = self._block_for_next_row(after, block)
-                log.info("batch %d: a large event, read on in blocks of %d MB",
-                         self.batch_id, block >> 20)  # fmt: skip
-
-    def _block_for_next_row(self, after: int | None, block: int) -> int:
-        """A CSV block that holds the largest of the remaining rows (quoting may double a
-        value's bytes), at least twice the last block."""
-        query = sql.SQL(
-            "select max(coalesce(octet_length(ev_type), 0) + coalesce(octet_length(ev_data), 0)"
-            " + coalesce(octet_length(ev_extra1), 0) + coalesce(octet_length(ev_extra2), 0)"
-            " + coalesce(octet_length(ev_extra3), 0) + coalesce(octet_length(ev_extra4), 0))"
-            " from {}.get_batch_events({}) where ev_id > {}"
-        ).format(self.engine.schema, sql.Literal(self.batch_id), sql.Literal(after or -1))
-        try:
-            largest = self.conn.execute(query).fetchone()[0] or 0
-        except psycopg.Error as exc:
-            raise errors.translate(exc) from exc
-        return min(max(2 * block, 2 * int(largest) + (1 << 20)), MAX_CSV_BLOCK)
-
-    def _copy_events(self, block: int, after: int | None) -> Iterator[pa.RecordBatch]:
+        with COPY in CSV form and parsed by Arrow in pieces of about ``CSV_BLOCK`` bytes (a
+        larger event is a piece of its own: cdc.pg.copyreader)."""
         query = sql.SQL(
             "copy (select ev_id, ev_time at time zone 'UTC', ev_txid::bigint, ev_retry, ev_type,"
             " ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4 from {}.get_batch_events({})"
-            " where ev_id > {} order by ev_id) to stdout with (format csv)"
-        ).format(
-            self.engine.schema,
-            sql.Literal(self.batch_id),
-            sql.Literal(-1 if after is None else after),
-        )
+            " order by ev_id) to stdout with (format csv)"
+        ).format(self.engine.schema, sql.Literal(self.batch_id))
         try:
-            for record_batch in copyreader.record_batches(self.conn, query, _CSV_SCHEMA, block):
+            for record_batch in copyreader.record_batches(self.conn, query, _CSV_SCHEMA, CSV_BLOCK):
                 yield record_batch.cast(EVENT_SCHEMA)
         except psycopg.Error as exc:
             raise errors.translate(exc) from exc

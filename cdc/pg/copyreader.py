@@ -1,78 +1,62 @@
-"""COPY ... TO STDOUT in CSV form, parsed into Arrow as the bytes arrive.
+"""COPY ... TO STDOUT in CSV form, parsed into Arrow.
 
 Shared by the drain (a batch's events, ``cdc.pg.batch``) and the snapshot (a table's rows as
-text). One pass, no Python object per value: Arrow's CSV reader reads the COPY stream
-directly. The CSV conventions are PostgreSQL's: NULL is written as nothing and the empty
-string as ``""``; values may hold newlines inside quotes.
+text). No Python object per value: the rows' bytes are gathered into pieces of about a block
+and each piece is parsed by Arrow's CSV reader (in its threads). PostgreSQL sends a COPY's
+rows one message each, so a piece always ends at a row's end and a row larger than the block
+is a piece of its own: memory stays bounded by the block and the largest row. The CSV
+conventions are PostgreSQL's: NULL is written as nothing and the empty string as ``""``;
+values may hold newlines inside quotes.
 
 Errors are not translated here: each caller says what a failed read means to it.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
 
 import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
 from psycopg import sql
 
-__all__ = ["CopyStream", "read_table", "record_batches"]
+__all__ = ["BLOCK", "read_table", "record_batches"]
+
+BLOCK = 16 << 20  # bytes of CSV gathered and parsed at a time
+PARSE_BLOCK = 1 << 20  # Arrow's block within a piece: the unit of its parallel parse
+MAX_PARSE_BLOCK = (1 << 31) - 1  # Arrow's largest block: holds a 1 GB value, quoted
 
 
-class CopyStream(io.RawIOBase):
-    """A COPY TO STDOUT as a readable binary stream, for Arrow's CSV reader."""
-
-    def __init__(self, copy: psycopg.Copy) -> None:
-        self._copy = copy
-        self._pending = memoryview(b"")
-        self._done = False
-
-    def readable(self) -> bool:
-        return True
-
-    def peek(self) -> bool:
-        """Whether any byte comes (reads the first chunk, which read() then returns)."""
-        if not self._pending and not self._done:
-            chunk = self._copy.read()
-            if chunk:
-                self._pending = memoryview(bytes(chunk))
-            else:
-                self._done = True
-        return bool(self._pending)
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        filled = 0
-        while filled < len(view):
-            if not self._pending:
-                if self._done:
-                    break
-                chunk = self._copy.read()
-                if not chunk:
-                    self._done = True
-                    break
-                self._pending = memoryview(bytes(chunk))
-            n = min(len(view) - filled, len(self._pending))
-            view[filled : filled + n] = self._pending[:n]
-            self._pending = self._pending[n:]
-            filled += n
-        return filled
+def _pieces(rows: Iterable[memoryview], block: int) -> Iterator[tuple[bytes, int]]:
+    """The COPY's rows joined into pieces of about block bytes, each with its largest
+    row's size."""
+    gathered: list[bytes] = []
+    append = gathered.append
+    size = 0
+    for row in rows:
+        # a copy: holding psycopg's own buffers until the join costs three times as much
+        data = bytes(row)
+        append(data)
+        size += len(data)
+        if size >= block:
+            yield b"".join(gathered), max(map(len, gathered))
+            gathered.clear()
+            size = 0
+    if gathered:
+        yield b"".join(gathered), max(map(len, gathered))
 
 
-def _options(
-    schema: pa.Schema, block: int | None
-) -> tuple[pacsv.ReadOptions, pacsv.ParseOptions, pacsv.ConvertOptions]:
+def _parse(piece: bytes, largest: int, schema: pa.Schema) -> pa.Table:
+    """One piece of whole rows as an Arrow table typed by schema."""
     read = pacsv.ReadOptions(column_names=schema.names)
-    if block is not None:
-        read.block_size = block
-    return (
-        read,
+    # a row must fit in one of Arrow's blocks
+    read.block_size = min(max(PARSE_BLOCK, 2 * largest + 1024), MAX_PARSE_BLOCK)
+    return pacsv.read_csv(
+        pa.py_buffer(piece),
+        read_options=read,
         # values may hold newlines (inside quotes)
-        pacsv.ParseOptions(newlines_in_values=True),
-        pacsv.ConvertOptions(
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
             column_types=schema,
             null_values=[""],  # COPY writes NULL as nothing, and "" as ""
             strings_can_be_null=True,
@@ -82,23 +66,16 @@ def _options(
 
 
 def record_batches(
-    conn: psycopg.Connection, query: sql.Composable, schema: pa.Schema, block: int
+    conn: psycopg.Connection, query: sql.Composable, schema: pa.Schema, block: int = BLOCK
 ) -> Iterator[pa.RecordBatch]:
     """The non-empty record batches of a COPY query (``copy (...) to stdout with (format
-    csv)``), its columns typed by ``schema``, parsed in blocks of ``block`` bytes: memory
-    stays bounded by the block. A row larger than the block raises ``pa.ArrowInvalid``
-    ("straddling"). Nothing for an empty result."""
+    csv)``), its columns typed by ``schema``, parsed in pieces of about ``block`` bytes.
+    Nothing for an empty result."""
     with conn.cursor() as cur, cur.copy(query) as copy:
-        stream = CopyStream(copy)
-        if not stream.peek():
-            return  # an empty result: Arrow's reader refuses an empty file
-        read, parse, convert = _options(schema, block)
-        reader = pacsv.open_csv(
-            stream, read_options=read, parse_options=parse, convert_options=convert
-        )
-        for record_batch in reader:
-            if record_batch.num_rows:
-                yield record_batch
+        for piece, largest in _pieces(copy, block):
+            for record_batch in _parse(piece, largest, schema).to_batches():
+                if record_batch.num_rows:
+                    yield record_batch
 
 
 def read_table(
@@ -107,10 +84,7 @@ def read_table(
     """The whole result of a COPY query as one Arrow table, its columns typed by ``schema``;
     None for an empty result."""
     with conn.cursor() as cur, cur.copy(query) as copy:
-        stream = CopyStream(copy)
-        if not stream.peek():
-            return None
-        read, parse, convert = _options(schema, None)
-        return pacsv.read_csv(
-            stream, read_options=read, parse_options=parse, convert_options=convert
-        )
+        tables = [_parse(piece, largest, schema) for piece, largest in _pieces(copy, BLOCK)]
+    if not tables:
+        return None
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)

@@ -223,6 +223,23 @@ class ChunkReader:
         schema = pa.schema([(c.name, pa.string()) for c in self.columns])
         return copyreader.read_table(self.conn, query, schema)
 
+    def read_next_arrow(self, after: Key | None, rows: int) -> tuple[ChunkPlan, pa.Table | None]:
+        """The next chunk (at most rows rows after the key, in key order) read with COPY on
+        the driver into Arrow, and its plan taken from the rows read (no plan query: the
+        chunk is one range, its last key the last row's key columns as text)."""
+        order = sql.SQL(", ").join(
+            sql.SQL("{}.{}").format(self._relation, sql.Identifier(c.name)) for c in self.keys
+        )
+        query = sql.SQL("copy ({} order by {} limit {}) to stdout with (format csv)").format(
+            self._text_select(self._range(after, None, literal=True)), order, sql.Literal(rows)
+        )
+        schema = pa.schema([(c.name, pa.string()) for c in self.columns])
+        data = copyreader.read_table(self.conn, query, schema)
+        if data is None:
+            return ChunkPlan(0, ()), None
+        last = tuple(data.column(c.name)[-1].as_py() for c in self.keys)
+        return ChunkPlan(data.num_rows, (last,)), data
+
     def frame(self, spark: SparkSession, data: pa.Table | None) -> DataFrame:
         """read_arrow's rows as a Spark frame."""
         if data is None:

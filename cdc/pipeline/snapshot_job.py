@@ -30,6 +30,7 @@ from cdc.errors import ConfigError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
 from cdc.pipeline import chunks, driver_decode
+from cdc.pipeline.chunks import ChunkPlan
 from cdc.targets import delta_table, quarantine, registry, small_writes, snapshots
 from cdc.targets.mirror import Mirror
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
@@ -122,25 +123,8 @@ class Job:
         ) as reader:
             if self.estimate is None:
                 self.estimate = reader.estimate()
-            plan = reader.plan(after, self.chunk_rows, self.partitions)
-            read = 0
-            if plan.rows:
-                raw = None
-                if self.driver_writes and self._on_driver(reader.columns):
-                    # COPY into Arrow, cast and appended on the driver where that is exact
-                    data = reader.read_arrow(after, plan)
-                    written = self._write_on_driver(data, reader.columns)
-                    if written is None:
-                        raw = reader.frame(self.spark, data)
-                    else:
-                        read = written
-                elif jdbc is not None and plan.rows >= self.jdbc_min_rows:
-                    raw = reader.read_jdbc(self.spark, after, plan, *jdbc)
-                else:
-                    raw = reader.read_copy(self.spark, after, plan)
-                if raw is not None:
-                    read = self._write(chunks.typed(raw, reader.columns), reader.columns)
-            else:
+            plan, read = self._copy(reader, after)
+            if not plan.rows:
                 for target in self.targets:  # an empty table: its target exists all the same
                     ref = self.pipeline.table(target.target)
                     registry.kind(target.mode).ensure(self.spark, ref, reader.columns)
@@ -158,6 +142,27 @@ class Job:
             )
         stage(f"chunk:{number}")
         return read
+
+    def _copy(self, reader: chunks.ChunkReader, after: chunks.Key | None) -> tuple[ChunkPlan, int]:
+        """Reads the chunk after the key and writes it to every target: its plan, and the
+        rows read."""
+        if self.driver_writes and self._on_driver(reader.columns):
+            # COPY into Arrow, cast and appended on the driver where that is exact
+            plan, data = reader.read_next_arrow(after, self.chunk_rows)
+            written = self._write_on_driver(data, reader.columns)
+            if written is not None or data is None:
+                return plan, written or 0
+            raw = reader.frame(self.spark, data)
+        else:
+            plan = reader.plan(after, self.chunk_rows, self.partitions)
+            jdbc = self.jdbc
+            if not plan.rows:
+                return plan, 0
+            if jdbc is not None and plan.rows >= self.jdbc_min_rows:
+                raw = reader.read_jdbc(self.spark, after, plan, *jdbc)
+            else:
+                raw = reader.read_copy(self.spark, after, plan)
+        return plan, self._write(chunks.typed(raw, reader.columns), reader.columns)
 
     def _on_driver(self, columns: list[pgtypes.Column]) -> bool:
         """Whether the chunk may be written from the driver: every target a local mirror

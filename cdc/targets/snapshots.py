@@ -132,7 +132,10 @@ def latest(rows: list[dict[str, Any]]) -> dict[str, Progress]:
 
 
 def read(spark: SparkSession, ref: TableRef) -> dict[str, Progress]:
-    """Every target's snapshot state, read with Spark (no table: none)."""
+    """Every target's snapshot state (no table: none): read with delta-rs on a local
+    path (no Spark job), else with Spark."""
+    if delta_table.local_path(ref) is not None:
+        return read_local(ref)
     if not delta_table.exists(spark, ref):
         return {}
     return latest([row.asDict() for row in delta_table.read(spark, ref).collect()])

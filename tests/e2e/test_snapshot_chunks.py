@@ -243,18 +243,18 @@ def test_dropped_table_marks_its_snapshot_failed_and_the_runner_goes_on(dsn, spa
 def test_server_restart_mid_chunk_does_the_chunk_again(spark, tmp_path, monkeypatch):
     """The server restarts while chunk 2 is being read: `cdc snapshot` reconnects, reads
     and writes that chunk again, and the result equals the source."""
-    read_arrow = chunks.ChunkReader.read_arrow  # COPY, for the driver's cast or Spark's
+    read_next = chunks.ChunkReader.read_next_arrow  # COPY, for the driver's cast or Spark's
     calls: list[int] = []
     with servers.cluster(PG15_BIN, servers.FAST) as admin:
         install.install(admin)
 
-        def restarting(self, after, plan):
+        def restarting(self, after, rows):
             calls.append(len(calls) + 1)
             if len(calls) == 2:
                 servers.restart(admin, PG15_BIN)  # cuts this chunk's connection
-            return read_arrow(self, after, plan)
+            return read_next(self, after, rows)
 
-        monkeypatch.setattr(chunks.ChunkReader, "read_arrow", restarting)
+        monkeypatch.setattr(chunks.ChunkReader, "read_next_arrow", restarting)
         _prepare_s(admin)
         pipe = drainkit.pipeline(admin, str(tmp_path), _conf("s"))
         result = snapshot.Snapshot(pipe, spark, progress=False, chunk_rows=8000).run("public.s")

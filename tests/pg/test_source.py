@@ -45,14 +45,15 @@ def test_copy_reader_returns_exactly_the_batch(conn: psycopg.Connection, dsn: st
 
 
 def test_copy_reader_across_many_small_blocks(conn, dsn, monkeypatch) -> None:
-    """Rows with quoted newlines that straddle the reader's blocks come out whole."""
+    """Rows with quoted newlines, some larger than the reader's block, come out whole."""
     from cdc.pg import batch as batch_module
 
     monkeypatch.setattr(batch_module, "CSV_BLOCK", 512)
     Queue(conn, "q").create()
     Consumer(conn, "q", "c").register()
     conn.execute(
-        "select cdc.insert_event('q', 'I', repeat(E'a,\\n\"b', g % 50) || g, 'public.t', null,"
+        "select cdc.insert_event('q', 'I', repeat(E'a,\\n\"b', g % 50) || g"
+        " || case when g % 400 = 0 then repeat(E'\"\\n', 3000) else '' end, 'public.t', null,"
         " null, null) from generate_series(1, 2000) g"
     )
     source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
