@@ -223,6 +223,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows per chunk, each its own short snapshot and MERGE (%(default)s)",
     )
     sp.add_argument(
+        "--nice",
+        type=int,
+        default=snapshot.NICE,
+        metavar="N",
+        help="lower this process's CPU priority by N (its local Spark JVM's too), so that a"
+        " drain on the same machine keeps its freshness; 0: as started (%(default)s)",
+    )
+    sp.add_argument(
         "--restart", action="store_true", help="start over instead of resuming an unfinished one"
     )
     sp.add_argument(

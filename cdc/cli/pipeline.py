@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 
 from cdc.cli import exitcodes
 from cdc.cli.common import pipeline_and_spark
@@ -37,6 +38,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             name = snapshot.request(pipeline, table)
             print(f"{name}: snapshot requested; the drain takes it between its batches")
         return 0
+    if args.nice > 0:
+        os.nice(args.nice)  # before the JVM starts: it inherits the priority
     pipeline, session = pipeline_and_spark(args, "cdc-snapshot", check="snapshot")
     loader = snapshot.Snapshot(
         pipeline, session, progress=not args.no_progress, chunk_rows=args.chunk_rows

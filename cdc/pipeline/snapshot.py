@@ -81,6 +81,7 @@ log = logging.getLogger("cdc.snapshot")
 SIGNAL_TYPE = "cdc.snapshot"  # ev_type of the snapshot signal event
 CHUNK_RETRIES = 3  # cdc snapshot: a chunk whose connection was lost is tried again
 PROGRESS_EVERY = 5.0  # seconds between progress lines (--no-progress: only the summary)
+NICE = 10  # cdc snapshot lowers its CPU priority by this much (--nice): the drain comes first
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ def test_ticker_defaults_are_the_settings_defaults() -> None:
     ("argv", "name", "expected"),
     [
         (("snapshot", "s.t", "--config", "c"), "partitions", snapshot.PARTITIONS),
+        (("snapshot", "s.t", "--config", "c"), "nice", snapshot.NICE),
         (("resync", "s.t", "--config", "c"), "partitions", snapshot.PARTITIONS),
         (("verify", "--config", "c"), "limit", verify.LIMIT),
         (("maintain", "--config", "c"), "retain_hours", maintain.DEFAULT_RETAIN_HOURS),
@@ -121,3 +122,23 @@ def test_python_m_cdc_cli_runs_the_command() -> None:
     missing = subprocess.run([*run, "install"], capture_output=True, text=True, env=env_free)
     assert missing.returncode == 1
     assert missing.stderr.strip() == "cdc: error: no database given: pass --dsn or set CDC_DSN"
+
+
+@pytest.mark.parametrize(("argv", "lowered"), [((), snapshot.NICE), (("--nice", "0"), 0)])
+def test_snapshot_lowers_its_priority_before_its_session(
+    tmp_path: Path, argv: tuple[str, ...], lowered: int
+) -> None:
+    """cdc snapshot lowers its own CPU priority (by --nice) before it reads its pipeline
+    file and starts Spark, so its JVM inherits it; a missing file still fails as before."""
+    script = (
+        "import os, sys; from cdc import cli; before = os.nice(0);"
+        " rc = cli.main(sys.argv[1:]); print(rc, os.nice(0) - before)"
+    )
+    missing = tmp_path / "missing.toml"
+    argv = ("snapshot", "s.t", "--config", str(missing), *argv)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, check=True
+    )
+    rc, delta = done.stdout.split()
+    assert int(rc) != 0 and "missing.toml" in done.stderr
+    assert int(delta) == min(lowered, 19 - os.nice(0))
