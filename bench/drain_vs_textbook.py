@@ -1,0 +1,257 @@
+"""Ours against the textbook Spark drain (bench/textbook_drain.py), side by side on the same
+queue contents: throughput cold and warm, and the ratio ours / textbook.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.drain_vs_textbook --json out.json   # 1,000,000 events, 2 rounds
+    .venv/bin/python -m bench.drain_vs_textbook --quick           # smoke run: 30,000 events
+
+One run starts a throwaway PostgreSQL cluster from ``--pgbin`` listening on 127.0.0.1 (the
+textbook drain reads with JDBC), one database with three tables captured in json into one
+queue, and a backlog of ``--events`` events made before anything drains (as in
+bench/drain_bench.py: 25% inserts, 60% updates, 15% deletes). Every drain has its own
+consumer of that queue, registered before the backlog, so each drains exactly the same
+events. The queue is ticked once after the backlog: every system takes the same batches.
+
+Each round runs each system in a fresh process (its own local Spark session, the same
+settings for both): a first consumer drains the backlog with the JVM cold, then a second one
+in the same session, warm. Rounds alternate the order of the systems; the medians over the
+rounds count. Last, one process reads every target with Spark and the run fails unless each
+table is the same in every drain (ours and the textbook's, every round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench import drain_bench, follow, textbook_drain
+from bench.common import (
+    BenchError,
+    check_args,
+    common_arguments,
+    git_state,
+    machine_info,
+    progress,
+    write_json,
+)
+
+SYSTEMS = ("ours", "textbook")
+TABLES = ("t1", "t2", "t3")
+# the tables' columns as both drains type them (bench.drain_bench.TABLE_DDL), the key first
+COLUMNS = [
+    ("id", "bigint"),
+    ("a", "string"),
+    ("b", "int"),
+    ("c", "decimal(12,2)"),
+    ("d", "timestamp"),
+    ("e", "boolean"),
+]
+
+
+def _consumer(system: str, round_: int, temper: str) -> str:
+    return f"{system}_{round_}_{temper}"
+
+
+def backlog(dsn: str, events: int, consumers: list[str]) -> int:
+    """The tables, the consumers and the backlog (bench.drain_bench's), ticked once; returns
+    its events."""
+    drain_bench._setup(dsn, list(TABLES), tuple(consumers))
+    total = drain_bench.backlog(dsn, list(TABLES), events)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("select cdc.ticker('bench')")
+    return total
+
+
+def worker(args: argparse.Namespace) -> dict[str, Any]:
+    """One system's drains, cold then warm, in this process's fresh Spark session."""
+    from cdc import spark as cdc_spark
+
+    session = cdc_spark.session(f"bench-{args.system}")
+    out = {}
+    for consumer in args.consumers.split(","):
+        root = Path(args.root) / consumer
+        if args.system == "ours":
+            from cdc.pipeline.drain import Drain
+
+            pipeline = drain_bench._pipeline(
+                args.dsn, root, list(TABLES), args.max_events, consumer
+            )
+            batches: list[dict] = []
+            with Drain(pipeline, session) as drain:
+                started = time.monotonic()
+                drain.run(on_batch=drain_bench._recorder(batches))
+                seconds = time.monotonic() - started
+            out[consumer] = {
+                "events": sum(b["events"] for b in batches),
+                "batches": len(batches),
+                "seconds": seconds,
+            }
+        else:
+            from cdc.pg import jdbc
+
+            found = jdbc.jdbc_url(args.dsn)
+            if found is None:
+                raise BenchError("the textbook drain reads with JDBC: a TCP DSN is needed")
+            targets = {f"public.{t}": (str(root / t), COLUMNS) for t in TABLES}
+            out[consumer] = textbook_drain.drain(
+                session, args.dsn, found, "bench", consumer, targets
+            )
+    return out
+
+
+def _run_worker(system: str, dsn: str, root: Path, consumers: list[str], max_events: int) -> dict:
+    command = [
+        sys.executable, "-m", "bench.drain_vs_textbook", "--worker", system, "--dsn", dsn,
+        "--root", str(root), "--consumers", ",".join(consumers),
+        "--max-events", str(max_events),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"the {system} drain failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare(root: Path, consumers: list[str]) -> dict[str, int]:
+    """Every table's rows in every drain's targets must be the same: rows per table."""
+    from pyspark.sql import functions as F
+
+    from cdc import spark as cdc_spark
+
+    session = cdc_spark.session("bench-compare")
+    names = [c for c, _ in COLUMNS]
+    counts = {}
+    for t in TABLES:
+        frames = {
+            c: session.read.format("delta")
+            .load(str(root / c / t))
+            .select(*[F.col(n) for n in names])
+            .cache()
+            for c in consumers
+        }
+        first = consumers[0]
+        counts[t] = frames[first].count()
+        for other in consumers[1:]:
+            a, b = frames[first], frames[other]
+            if a.count() != b.count() or a.exceptAll(b).count() or b.exceptAll(a).count():
+                raise BenchError(f"{t}: the targets of {first} and {other} differ")
+    return counts
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    consumers = [
+        _consumer(s, r, temper)
+        for r in range(1, args.rounds + 1)
+        for s in SYSTEMS
+        for temper in ("cold", "warm")
+    ]
+    with follow.tcp_cluster(args.pgbin, {}) as admin:
+        dsn = follow.database(admin, "bench_textbook")
+        progress(f"backlog of {args.events:,} events, {len(consumers)} consumers")
+        total = backlog(dsn, args.events, consumers)
+        out: dict[str, Any] = {"events": total, "rounds": []}
+        for r in range(1, args.rounds + 1):
+            order = SYSTEMS if r % 2 else tuple(reversed(SYSTEMS))
+            this: dict[str, Any] = {}
+            for system in order:
+                names = [_consumer(system, r, "cold"), _consumer(system, r, "warm")]
+                progress(f"round {r}: {system}")
+                got = _run_worker(system, dsn, work, names, args.max_events)
+                for name, facts in got.items():
+                    if facts["events"] != total:
+                        raise BenchError(f"{name}: drained {facts['events']} events of {total}")
+                this[system] = {
+                    "cold": got[names[0]],
+                    "warm": got[names[1]],
+                }
+                progress(
+                    f"  cold {total / got[names[0]]['seconds']:,.0f} ev/s,"
+                    f" warm {total / got[names[1]]['seconds']:,.0f} ev/s"
+                )
+            out["rounds"].append(this)
+    progress("comparing every drain's targets")
+    out["rows"] = compare_in_process(work, consumers)
+    for system in SYSTEMS:
+        for temper in ("cold", "warm"):
+            seconds = statistics.median(r[system][temper]["seconds"] for r in out["rounds"])
+            out.setdefault(system, {})[temper] = {
+                "seconds": seconds,
+                "events_per_s": total / seconds,
+            }
+    out["ratio"] = {
+        temper: out["ours"][temper]["events_per_s"] / out["textbook"][temper]["events_per_s"]
+        for temper in ("cold", "warm")
+    }
+    return out
+
+
+def compare_in_process(work: Path, consumers: list[str]) -> dict[str, int]:
+    """compare() in a process of its own (its own Spark session)."""
+    command = [
+        sys.executable, "-m", "bench.drain_vs_textbook", "--compare", "--root", str(work),
+        "--consumers", ",".join(consumers),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"the comparison failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report(facts: dict[str, Any]) -> None:
+    print(f"{facts['events']:,} events over {len(TABLES)} tables, {len(facts['rounds'])} round(s)")
+    for system in SYSTEMS:
+        s = facts[system]
+        print(
+            f"  {system:9s} cold {s['cold']['events_per_s']:>9,.0f} ev/s"
+            f"  warm {s['warm']['events_per_s']:>9,.0f} ev/s"
+        )
+    ratio = facts["ratio"]
+    print(f"  ours / textbook: cold {ratio['cold']:.2f}, warm {ratio['warm']:.2f}")
+    print(f"  every target the same in every drain: rows {facts['rows']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    common_arguments(parser, reps=False)
+    parser.add_argument("--events", type=int, default=1_000_000, help="backlog events")
+    parser.add_argument("--max-events", type=int, default=1_000_000, help="ours: batch size")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds (medians count)")
+    parser.add_argument("--worker", choices=SYSTEMS, dest="system", help=argparse.SUPPRESS)
+    parser.add_argument("--compare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--dsn", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
+    parser.add_argument("--consumers", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.system:
+        print(json.dumps(worker(args)))
+        return 0
+    if args.compare:
+        print(json.dumps(compare(Path(args.root), args.consumers.split(","))))
+        return 0
+    check_args(parser, args)
+    if args.quick:
+        args.events, args.rounds = 30_000, 1
+    with tempfile.TemporaryDirectory(prefix="cdc-textbook-") as tmp:
+        try:
+            facts = run(args, Path(tmp))
+        except BenchError as exc:
+            print(f"bench: {exc}", file=sys.stderr)
+            return 1
+    facts.update(machine=machine_info(), git=git_state())
+    report(facts)
+    if args.json:
+        write_json(args.json, facts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
