@@ -144,11 +144,12 @@ class CdcProcess:
     """A ``cdc`` command running in its own process (its own Spark session), output to a log
     file; ``stop`` sends SIGTERM (the drain stops between batches) and waits."""
 
-    def __init__(self, args: Sequence[str], log: Path) -> None:
+    def __init__(self, args: Sequence[str], log: Path, command: list[str] | None = None) -> None:
         self.log = log
         self._out = log.open("wb")
-        # -v: the drain logs each batch (BATCH_LINE) at DEBUG
-        command = cdc_command(*args, verbose=True)
+        # -v: the drain logs each batch (BATCH_LINE) at DEBUG; command: another program that
+        # logs its batches alike (bench.textbook_drain)
+        command = command or cdc_command(*args, verbose=True)
         self.proc = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT)
 
     def check_running(self) -> None:

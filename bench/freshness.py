@@ -25,6 +25,7 @@ and the drain's batches.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,9 @@ from bench.common import (
     write_json,
 )
 
+# bench.follow.TABLE_DDL's columns as the textbook drain types them, the key first
+TEXTBOOK_COLUMNS = "id bigint,seq bigint,v int,pad string"
+
 
 def run(args: argparse.Namespace, admin_dsn: str, work: Path) -> dict[str, Any]:
     tables = [f"t{i:03d}" for i in range(1, args.tables + 1)]
@@ -54,7 +58,16 @@ def run(args: argparse.Namespace, admin_dsn: str, work: Path) -> dict[str, Any]:
     spark = {"spark.driver.memory": args.driver_memory}
     config = follow.write_pipeline(work / "pipeline.toml", dsn, root, tables, spark)
     logs = [follow.DeltaLog(root / t) for t in tables]
-    drain = follow.CdcProcess(["drain", "--config", str(config), "--follow"], work / "drain.log")
+    if args.system == "textbook":  # bench/textbook_drain.py, the baseline, same settings
+        command = [
+            sys.executable, "-m", "bench.textbook_drain", "--dsn", dsn, "--root", str(root),
+            "--tables", ",".join(tables), "--columns", TEXTBOOK_COLUMNS,
+            "--conf", json.dumps(spark),
+        ]  # fmt: skip
+        drain = follow.CdcProcess([], work / "drain.log", command)
+    else:
+        args_ = ["drain", "--config", str(config), "--follow"]
+        drain = follow.CdcProcess(args_, work / "drain.log")
     try:
         started = time.monotonic()
 
@@ -87,6 +100,7 @@ def run(args: argparse.Namespace, admin_dsn: str, work: Path) -> dict[str, Any]:
     assert missing == 0  # all_visible said so
     found = follow.summary(values)
     return {
+        "system": args.system,
         "tables": len(tables),
         "rate_asked": args.rate,
         "rate_written": written["rate"],
@@ -110,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="longest wait, seconds")
     parser.add_argument("--socket", action="store_true", help="the drain uses the unix socket")
     parser.add_argument("--keep", type=Path, help="keep the work folder (logs, Delta) here")
+    parser.add_argument(
+        "--system",
+        choices=("ours", "textbook"),
+        default="ours",
+        help="the drain: cdc drain --follow, or the textbook Spark drain (bench/textbook_drain.py)",
+    )
     args = parser.parse_args(argv)
     check_args(parser, args)
     if args.quick:
@@ -134,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     f = result["freshness_s"]
     print(
-        f"{result['tables']} tables, {result['rate_written']:.0f} changes/s for"
+        f"{args.system}: {result['tables']} tables, {result['rate_written']:.0f} changes/s for"
         f" {result['seconds']:.0f} s ({result['changes']:,} changes, {result['batches']} batches):"
         f" freshness p50 {f['p50']:.2f} s, p99 {f['p99']:.2f} s, max {f['max']:.2f} s"
     )

@@ -8,8 +8,9 @@ where it does not. On this project's queue, with PgQ's functions as a PgQ user c
 
 - ``cdc.ticker(queue)`` once, then ``cdc.next_batch(queue, consumer)`` until none is left;
 - the batch's events read with Spark's JDBC source from ``cdc.get_batch_events(batch)``;
-- per table, the json payload decoded with ``from_json`` into the table's typed schema and
-  the operation taken from ``ev_type``'s ``op``;
+- per table the batch holds events of (one aggregate finds them), the json payload decoded
+  with ``from_json`` into the table's typed schema and the operation taken from
+  ``ev_type``'s ``op``;
 - ``cdc.finish_batch(batch)`` after the MERGEs.
 
 It has none of the guarantees of ``cdc drain``: no commit identity (a crash between a MERGE
@@ -19,13 +20,19 @@ becomes NULL), no TRUNCATE, no partial updates, no key changes, no schema drift.
 
 from __future__ import annotations
 
+import argparse
+import json
+import signal
+import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-__all__ = ["drain"]
+__all__ = ["drain", "follow"]
 
 
 def _apply(spark: Any, events: Any, source: str, path: str, columns: list[tuple[str, str]]) -> None:
@@ -69,6 +76,26 @@ def _apply(spark: Any, events: Any, source: str, path: str, columns: list[tuple[
     )
 
 
+def _batch(spark: Any, conn: psycopg.Connection, url: str, props: dict, batch: int) -> Any:
+    """The batch's events, read with Spark's JDBC source and cached (every table reads them)."""
+    query = sql.SQL(
+        "(select ev_id, ev_type, ev_data, ev_extra1 from cdc.get_batch_events({})) b"
+    ).format(sql.Literal(batch))
+    return spark.read.jdbc(url, query.as_string(conn), properties=props).cache()
+
+
+def _apply_all(
+    spark: Any, events: Any, targets: dict[str, tuple[str, list[tuple[str, str]]]]
+) -> int:
+    """A batch's MERGEs, one per table it holds events of; returns its events."""
+    tables = events.groupBy("ev_extra1").count().collect()
+    for row in tables:
+        if row["ev_extra1"] in targets:
+            path, columns = targets[row["ev_extra1"]]
+            _apply(spark, events, row["ev_extra1"], path, columns)
+    return sum(row["count"] for row in tables)
+
+
 def drain(
     spark: Any,
     dsn: str,
@@ -88,14 +115,70 @@ def drain(
             batch = conn.execute("select cdc.next_batch(%s, %s)", (queue, consumer)).fetchone()[0]
             if batch is None:
                 break
-            query = sql.SQL(
-                "(select ev_id, ev_type, ev_data, ev_extra1 from cdc.get_batch_events({})) b"
-            ).format(sql.Literal(batch))
-            events = spark.read.jdbc(url, query.as_string(conn), properties=props).cache()
-            events_total += events.count()
-            for source, (path, columns) in targets.items():
-                _apply(spark, events, source, path, columns)
+            events = _batch(spark, conn, url, props, batch)
+            events_total += _apply_all(spark, events, targets)
             events.unpersist()
             conn.execute("select cdc.finish_batch(%s)", (batch,))
             batches += 1
     return {"events": events_total, "batches": batches, "seconds": time.monotonic() - started}
+
+
+def follow(
+    spark: Any,
+    dsn: str,
+    jdbc: tuple[str, dict[str, str]],
+    queue: str,
+    consumer: str,
+    targets: dict[str, tuple[str, list[tuple[str, str]]]],
+    stopping: threading.Event,
+    poll: float = 0.1,
+) -> None:
+    """The streaming form: ticks the queue, applies each batch as above, and polls every
+    ``poll`` seconds when none is ready, until stopping is set. Logs a line per batch."""
+    url, props = jdbc
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("select cdc.register_consumer(%s, %s)", (queue, consumer))
+        while not stopping.is_set():
+            tick = conn.execute("select cdc.ticker(%s)", (queue,)).fetchone()[0]
+            batch = conn.execute("select cdc.next_batch(%s, %s)", (queue, consumer)).fetchone()[0]
+            if batch is None:
+                stopping.wait(poll)
+                continue
+            events = _batch(spark, conn, url, props, batch)
+            count = _apply_all(spark, events, targets)
+            events.unpersist()
+            conn.execute("select cdc.finish_batch(%s)", (batch,))
+            # the line bench.follow.CdcProcess counts
+            print(f"batch {batch} (tick {tick or 0}): {count} events", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.textbook_drain --dsn DSN --root DIR --tables t1,t2 --columns
+    "id bigint,v int"``: the streaming form in a process of its own, until SIGTERM."""
+    from cdc import spark as cdc_spark
+    from cdc.pg import jdbc
+
+    parser = argparse.ArgumentParser(prog="bench.textbook_drain")
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--root", required=True, type=Path, help="targets: ROOT/<table>")
+    parser.add_argument("--tables", required=True, help="public tables, comma-separated")
+    parser.add_argument("--columns", required=True, help='"name type,...", the key first')
+    parser.add_argument("--queue", default="bench")
+    parser.add_argument("--consumer", default="textbook")
+    parser.add_argument("--conf", default="{}", help="Spark settings, as a JSON object")
+    args = parser.parse_args(argv)
+    found = jdbc.jdbc_url(args.dsn)
+    if found is None:
+        print("bench.textbook_drain: JDBC needs a TCP DSN", file=sys.stderr)
+        return 2
+    columns = [tuple(c.strip().split(" ", 1)) for c in args.columns.split(",")]
+    targets = {f"public.{t}": (str(args.root / t), columns) for t in args.tables.split(",") if t}
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    spark = cdc_spark.session("bench-textbook", json.loads(args.conf))
+    follow(spark, args.dsn, found, args.queue, args.consumer, targets, stopping)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
