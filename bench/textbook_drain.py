@@ -84,9 +84,10 @@ def _batch(spark: Any, conn: psycopg.Connection, url: str, props: dict, batch: i
     return spark.read.jdbc(url, query.as_string(conn), properties=props).cache()
 
 
-def _apply_all(
-    spark: Any, events: Any, targets: dict[str, tuple[str, list[tuple[str, str]]]]
-) -> int:
+Targets = dict[str, tuple[str, list[tuple[str, str]]]]  # source -> (Delta path, columns)
+
+
+def _apply_all(spark: Any, events: Any, targets: Targets) -> int:
     """A batch's MERGEs, one per table it holds events of; returns its events."""
     tables = events.groupBy("ev_extra1").count().collect()
     for row in tables:
@@ -96,31 +97,39 @@ def _apply_all(
     return sum(row["count"] for row in tables)
 
 
+def _step(
+    spark: Any, conn: psycopg.Connection, jdbc: tuple[str, dict[str, str]], queue: str,
+    consumer: str, targets: Targets,
+) -> tuple[int, int] | None:  # fmt: skip
+    """The next batch applied and finished: (its id, its events); None when none is ready."""
+    batch = conn.execute("select cdc.next_batch(%s, %s)", (queue, consumer)).fetchone()[0]
+    if batch is None:
+        return None
+    events = _batch(spark, conn, *jdbc, batch)
+    count = _apply_all(spark, events, targets)
+    events.unpersist()
+    conn.execute("select cdc.finish_batch(%s)", (batch,))
+    return batch, count
+
+
 def drain(
     spark: Any,
     dsn: str,
     jdbc: tuple[str, dict[str, str]],
     queue: str,
     consumer: str,
-    targets: dict[str, tuple[str, list[tuple[str, str]]]],
+    targets: Targets,
 ) -> dict[str, Any]:
     """Drains the consumer's backlog into the targets (source table -> (Delta path, its
     columns, the key first)); returns the events, batches and seconds."""
-    url, props = jdbc
-    events_total = batches = 0
+    events = batches = 0
     started = time.monotonic()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("select cdc.ticker(%s)", (queue,))
-        while True:
-            batch = conn.execute("select cdc.next_batch(%s, %s)", (queue, consumer)).fetchone()[0]
-            if batch is None:
-                break
-            events = _batch(spark, conn, url, props, batch)
-            events_total += _apply_all(spark, events, targets)
-            events.unpersist()
-            conn.execute("select cdc.finish_batch(%s)", (batch,))
+        while (done := _step(spark, conn, jdbc, queue, consumer, targets)) is not None:
+            events += done[1]
             batches += 1
-    return {"events": events_total, "batches": batches, "seconds": time.monotonic() - started}
+    return {"events": events, "batches": batches, "seconds": time.monotonic() - started}
 
 
 def follow(
@@ -129,27 +138,22 @@ def follow(
     jdbc: tuple[str, dict[str, str]],
     queue: str,
     consumer: str,
-    targets: dict[str, tuple[str, list[tuple[str, str]]]],
+    targets: Targets,
     stopping: threading.Event,
     poll: float = 0.1,
 ) -> None:
     """The streaming form: ticks the queue, applies each batch as above, and polls every
     ``poll`` seconds when none is ready, until stopping is set. Logs a line per batch."""
-    url, props = jdbc
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("select cdc.register_consumer(%s, %s)", (queue, consumer))
         while not stopping.is_set():
             tick = conn.execute("select cdc.ticker(%s)", (queue,)).fetchone()[0]
-            batch = conn.execute("select cdc.next_batch(%s, %s)", (queue, consumer)).fetchone()[0]
-            if batch is None:
+            done = _step(spark, conn, jdbc, queue, consumer, targets)
+            if done is None:
                 stopping.wait(poll)
                 continue
-            events = _batch(spark, conn, url, props, batch)
-            count = _apply_all(spark, events, targets)
-            events.unpersist()
-            conn.execute("select cdc.finish_batch(%s)", (batch,))
             # the line bench.follow.CdcProcess counts
-            print(f"batch {batch} (tick {tick or 0}): {count} events", flush=True)
+            print(f"batch {done[0]} (tick {tick or 0}): {done[1]} events", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
