@@ -1,5 +1,5 @@
 """Ours against the textbook Spark drain (bench/textbook_drain.py), side by side on the same
-queue contents: throughput cold and warm, and the ratio ours / textbook.
+queue contents: throughput cold and warm, the ratio ours / textbook, and freshness.
 
 Run from the repository root::
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import psycopg
 
-from bench import drain_bench, follow, textbook_drain
+from bench import drain_bench, follow, freshness, textbook_drain
 from bench.common import (
     BenchError,
     check_args,
@@ -178,6 +178,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                     f" warm {total / got[names[1]]['seconds']:,.0f} ev/s"
                 )
             out["rounds"].append(this)
+        if args.freshness_seconds > 0:
+            out["freshness"] = {s: fresh(args, admin, work, s) for s in SYSTEMS}
     progress("comparing every drain's targets")
     out["rows"] = compare_in_process(work, consumers)
     for system in SYSTEMS:
@@ -192,6 +194,54 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for temper in ("cold", "warm")
     }
     return out
+
+
+def fresh(args: argparse.Namespace, admin: str, work: Path, system: str) -> dict[str, Any]:
+    """bench.freshness with this system's drain: ``--rate`` changes/s over three tables."""
+    progress(f"freshness of {system} at {args.rate:g} changes/s")
+    options = argparse.Namespace(
+        tables=len(TABLES), keys=100, rate=args.rate, seconds=args.freshness_seconds,
+        driver_memory="2g", timeout=1800, system=system,
+    )  # fmt: skip
+    folder = work / f"freshness-{system}"
+    folder.mkdir()
+    found = freshness.run(options, admin, folder, database=f"bench_freshness_{system}")
+    f = found["freshness_s"]
+    progress(f"  p50 {f['p50']:.2f} s, p99 {f['p99']:.2f} s over {found['batches']} batches")
+    return found
+
+
+def plot(facts: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 2 if "freshness" in facts else 1
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), squeeze=False)
+    colors = {"ours": "#4C72B0", "textbook": "#DD8452"}
+    width = 0.38
+    ax = axes[0][0]
+    for n, system in enumerate(SYSTEMS):
+        xs = [i + (n - 0.5) * width for i in range(2)]
+        values = [facts[system][t]["events_per_s"] for t in ("cold", "warm")]
+        ax.bar(xs, values, width, color=colors[system], label=system)
+    ax.set_xticks(range(2), ["cold", "warm"])
+    ax.set_ylabel("events/s")
+    ax.set_title(f"{facts['events']:,} events, three tables")
+    ax.legend()
+    if panels == 2:
+        ax = axes[0][1]
+        for n, system in enumerate(SYSTEMS):
+            f = facts["freshness"][system]["freshness_s"]
+            xs = [i + (n - 0.5) * width for i in range(2)]
+            ax.bar(xs, [f["p50"], f["p99"]], width, color=colors[system], label=system)
+        ax.set_xticks(range(2), ["p50", "p99"])
+        ax.set_ylabel("seconds from commit to visible")
+        ax.set_title(f"freshness at {facts['rate']:g} changes/s")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def compare_in_process(work: Path, consumers: list[str]) -> dict[str, int]:
@@ -216,6 +266,12 @@ def report(facts: dict[str, Any]) -> None:
         )
     ratio = facts["ratio"]
     print(f"  ours / textbook: cold {ratio['cold']:.2f}, warm {ratio['warm']:.2f}")
+    for system, found in facts.get("freshness", {}).items():
+        f = found["freshness_s"]
+        print(
+            f"  {system:9s} freshness at {facts['rate']:g} changes/s: p50 {f['p50']:.2f} s,"
+            f" p99 {f['p99']:.2f} s, max {f['max']:.2f} s ({found['batches']} batches)"
+        )
     print(f"  every target the same in every drain: rows {facts['rows']}")
 
 
@@ -225,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000, help="backlog events")
     parser.add_argument("--max-events", type=int, default=1_000_000, help="ours: batch size")
     parser.add_argument("--rounds", type=int, default=2, help="rounds (medians count)")
+    parser.add_argument("--rate", type=float, default=500, help="freshness: changes/s (500)")
+    parser.add_argument(
+        "--freshness-seconds", type=float, default=120, help="freshness: writing time; 0: none"
+    )
     parser.add_argument("--worker", choices=SYSTEMS, dest="system", help=argparse.SUPPRESS)
     parser.add_argument("--compare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dsn", help=argparse.SUPPRESS)
@@ -239,17 +299,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     check_args(parser, args)
     if args.quick:
-        args.events, args.rounds = 30_000, 1
+        args.events, args.rounds, args.rate, args.freshness_seconds = 30_000, 1, 20, 20
     with tempfile.TemporaryDirectory(prefix="cdc-textbook-") as tmp:
         try:
             facts = run(args, Path(tmp))
         except BenchError as exc:
             print(f"bench: {exc}", file=sys.stderr)
             return 1
-    facts.update(machine=machine_info(), git=git_state())
+    facts.update(machine=machine_info(), git=git_state(), rate=args.rate)
     report(facts)
     if args.json:
         write_json(args.json, facts)
+    if args.plot:
+        plot(facts, args.plot)
     return 0
 
 

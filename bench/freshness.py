@@ -49,9 +49,11 @@ from bench.common import (
 TEXTBOOK_COLUMNS = "id bigint,seq bigint,v int,pad string"
 
 
-def run(args: argparse.Namespace, admin_dsn: str, work: Path) -> dict[str, Any]:
+def run(
+    args: argparse.Namespace, admin_dsn: str, work: Path, database: str = "bench_freshness"
+) -> dict[str, Any]:
     tables = [f"t{i:03d}" for i in range(1, args.tables + 1)]
-    dsn = follow.database(admin_dsn, "bench_freshness")
+    dsn = follow.database(admin_dsn, database)
     progress(f"freshness: {len(tables)} tables of {args.keys} rows, captured in json")
     follow.create_tables(dsn, tables, args.keys)
     root = work / "delta"
