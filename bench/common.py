@@ -14,7 +14,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -179,3 +179,19 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
 def write_json(path: Path, facts: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
+
+
+def publish(
+    facts: dict[str, Any],
+    args: argparse.Namespace,
+    report: Callable[[dict[str, Any]], None],
+    plot: Callable[[dict[str, Any], Path], None],
+) -> int:
+    """A finished run's end: its report printed, its facts to --json and its chart to --plot
+    when asked; returns the exit code (0)."""
+    report(facts)
+    if args.json:
+        write_json(args.json, facts)
+    if args.plot:
+        plot(facts, args.plot)
+    return 0

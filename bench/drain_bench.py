@@ -51,8 +51,8 @@ from bench.common import (
     git_state,
     machine_info,
     progress,
+    publish,
     server_info,
-    write_json,
 )
 from cdc import config
 from cdc.pg import capture, install, pgtypes
@@ -403,12 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as exc:
         print(f"drain_bench: {exc}", file=sys.stderr)
         return 1
-    report(facts)
-    if args.json:
-        write_json(args.json, facts)
-    if args.plot:
-        plot(facts, args.plot)
-    return 0
+    return publish(facts, args, report, plot)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from bench.common import (
     git_state,
     machine_info,
     progress,
-    write_json,
+    publish,
 )
 
 SYSTEMS = ("ours", "textbook")
@@ -103,21 +103,18 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             if found is None:
                 raise BenchError("the textbook drain reads with JDBC: a TCP DSN is needed")
             targets = {f"public.{t}": (str(root / t), COLUMNS) for t in TABLES}
-            out[consumer] = textbook_drain.drain(
-                session, args.dsn, found, "bench", consumer, targets
-            )
+            feed = textbook_drain.Feed(args.dsn, found, "bench", consumer, targets)
+            out[consumer] = textbook_drain.drain(session, feed)
     return out
 
 
-def _run_worker(system: str, dsn: str, root: Path, consumers: list[str], max_events: int) -> dict:
-    command = [
-        sys.executable, "-m", "bench.drain_vs_textbook", "--worker", system, "--dsn", dsn,
-        "--root", str(root), "--consumers", ",".join(consumers),
-        "--max-events", str(max_events),
-    ]  # fmt: skip
+def _in_process(what: str, *args: str) -> Any:
+    """This module run in a process of its own (its own Spark session) with these options:
+    the JSON its last line prints."""
+    command = [sys.executable, "-m", "bench.drain_vs_textbook", *args]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise BenchError(f"the {system} drain failed:\n{done.stderr[-3000:]}")
+        raise BenchError(f"{what} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -165,7 +162,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             for system in order:
                 names = [_consumer(system, r, "cold"), _consumer(system, r, "warm")]
                 progress(f"round {r}: {system}")
-                got = _run_worker(system, dsn, work, names, args.max_events)
+                got = _in_process(
+                    f"the {system} drain", "--worker", system, "--dsn", dsn, "--root", str(work),
+                    "--consumers", ",".join(names), "--max-events", str(args.max_events),
+                )  # fmt: skip
                 for name, facts in got.items():
                     if facts["events"] != total:
                         raise BenchError(f"{name}: drained {facts['events']} events of {total}")
@@ -181,7 +181,9 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if args.freshness_seconds > 0:
             out["freshness"] = {s: fresh(args, admin, work, s) for s in SYSTEMS}
     progress("comparing every drain's targets")
-    out["rows"] = compare_in_process(work, consumers)
+    out["rows"] = _in_process(
+        "the comparison", "--compare", "--root", str(work), "--consumers", ",".join(consumers)
+    )
     for system in SYSTEMS:
         for temper in ("cold", "warm"):
             seconds = statistics.median(r[system][temper]["seconds"] for r in out["rounds"])
@@ -244,18 +246,6 @@ def plot(facts: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def compare_in_process(work: Path, consumers: list[str]) -> dict[str, int]:
-    """compare() in a process of its own (its own Spark session)."""
-    command = [
-        sys.executable, "-m", "bench.drain_vs_textbook", "--compare", "--root", str(work),
-        "--consumers", ",".join(consumers),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BenchError(f"the comparison failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def report(facts: dict[str, Any]) -> None:
     print(f"{facts['events']:,} events over {len(TABLES)} tables, {len(facts['rounds'])} round(s)")
     for system in SYSTEMS:
@@ -307,12 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: {exc}", file=sys.stderr)
             return 1
     facts.update(machine=machine_info(), git=git_state(), rate=args.rate)
-    report(facts)
-    if args.json:
-        write_json(args.json, facts)
-    if args.plot:
-        plot(facts, args.plot)
-    return 0
+    return publish(facts, args, report, plot)
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ from bench.common import (
     git_state,
     machine_info,
     progress,
+    publish,
     server_info,
-    write_json,
 )
 from cdc import config
 from cdc.pg import capture, install
@@ -351,12 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         probe.uninstall()
-    report(facts)
-    if args.json:
-        write_json(args.json, facts)
-    if args.plot:
-        plot(facts, args.plot)
-    return 0
+    return publish(facts, args, report, plot)
 
 
 def plot(facts: dict[str, Any], path: Path) -> None:

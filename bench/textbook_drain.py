@@ -26,13 +26,14 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-__all__ = ["drain", "follow"]
+__all__ = ["Feed", "drain", "follow"]
 
 
 def _apply(spark: Any, events: Any, source: str, path: str, columns: list[tuple[str, str]]) -> None:
@@ -97,58 +98,52 @@ def _apply_all(spark: Any, events: Any, targets: Targets) -> int:
     return sum(row["count"] for row in tables)
 
 
-def _step(
-    spark: Any, conn: psycopg.Connection, jdbc: tuple[str, dict[str, str]], queue: str,
-    consumer: str, targets: Targets,
-) -> tuple[int, int] | None:  # fmt: skip
+@dataclass(frozen=True)
+class Feed:
+    """Where a drain reads and writes: the source (libpq DSN, JDBC URL and properties), the
+    queue and consumer, and the targets."""
+
+    dsn: str
+    jdbc: tuple[str, dict[str, str]]
+    queue: str
+    consumer: str
+    targets: Targets
+
+
+def _step(spark: Any, conn: psycopg.Connection, feed: Feed) -> tuple[int, int] | None:
     """The next batch applied and finished: (its id, its events); None when none is ready."""
-    batch = conn.execute("select cdc.next_batch(%s, %s)", (queue, consumer)).fetchone()[0]
+    found = conn.execute("select cdc.next_batch(%s, %s)", (feed.queue, feed.consumer))
+    batch = found.fetchone()[0]
     if batch is None:
         return None
-    events = _batch(spark, conn, *jdbc, batch)
-    count = _apply_all(spark, events, targets)
+    events = _batch(spark, conn, *feed.jdbc, batch)
+    count = _apply_all(spark, events, feed.targets)
     events.unpersist()
     conn.execute("select cdc.finish_batch(%s)", (batch,))
     return batch, count
 
 
-def drain(
-    spark: Any,
-    dsn: str,
-    jdbc: tuple[str, dict[str, str]],
-    queue: str,
-    consumer: str,
-    targets: Targets,
-) -> dict[str, Any]:
-    """Drains the consumer's backlog into the targets (source table -> (Delta path, its
-    columns, the key first)); returns the events, batches and seconds."""
+def drain(spark: Any, feed: Feed) -> dict[str, Any]:
+    """Drains the consumer's backlog into the targets; returns the events, batches and
+    seconds."""
     events = batches = 0
     started = time.monotonic()
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("select cdc.ticker(%s)", (queue,))
-        while (done := _step(spark, conn, jdbc, queue, consumer, targets)) is not None:
+    with psycopg.connect(feed.dsn, autocommit=True) as conn:
+        conn.execute("select cdc.ticker(%s)", (feed.queue,))
+        while (done := _step(spark, conn, feed)) is not None:
             events += done[1]
             batches += 1
     return {"events": events, "batches": batches, "seconds": time.monotonic() - started}
 
 
-def follow(
-    spark: Any,
-    dsn: str,
-    jdbc: tuple[str, dict[str, str]],
-    queue: str,
-    consumer: str,
-    targets: Targets,
-    stopping: threading.Event,
-    poll: float = 0.1,
-) -> None:
+def follow(spark: Any, feed: Feed, stopping: threading.Event, poll: float = 0.1) -> None:
     """The streaming form: ticks the queue, applies each batch as above, and polls every
     ``poll`` seconds when none is ready, until stopping is set. Logs a line per batch."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("select cdc.register_consumer(%s, %s)", (queue, consumer))
+    with psycopg.connect(feed.dsn, autocommit=True) as conn:
+        conn.execute("select cdc.register_consumer(%s, %s)", (feed.queue, feed.consumer))
         while not stopping.is_set():
-            tick = conn.execute("select cdc.ticker(%s)", (queue,)).fetchone()[0]
-            done = _step(spark, conn, jdbc, queue, consumer, targets)
+            tick = conn.execute("select cdc.ticker(%s)", (feed.queue,)).fetchone()[0]
+            done = _step(spark, conn, feed)
             if done is None:
                 stopping.wait(poll)
                 continue
@@ -180,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     spark = cdc_spark.session("bench-textbook", json.loads(args.conf))
-    follow(spark, args.dsn, found, args.queue, args.consumer, targets, stopping)
+    follow(spark, Feed(args.dsn, found, args.queue, args.consumer, targets), stopping)
     return 0
 
 

@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--nice",
-        type=int,
+        type=_nice,
         default=snapshot.NICE,
         metavar="N",
         help="lower this process's CPU priority by N (its local Spark JVM's too), so that a"
@@ -320,6 +320,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="the job's arguments (--config FILE, ...), then -- and spark-submit's own",
     )
     return p
+
+
+def _nice(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 19:
+        raise argparse.ArgumentTypeError(f"--nice: a whole number from 0 to 19, not {text!r}")
+    return value
 
 
 def _add_copy_arguments(parser: argparse.ArgumentParser, partitions: int) -> None:

@@ -38,7 +38,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             name = snapshot.request(pipeline, table)
             print(f"{name}: snapshot requested; the drain takes it between its batches")
         return 0
-    if args.nice > 0:
+    if args.nice:
         os.nice(args.nice)  # before the JVM starts: it inherits the priority
     pipeline, session = pipeline_and_spark(args, "cdc-snapshot", check="snapshot")
     loader = snapshot.Snapshot(

@@ -218,8 +218,11 @@ class ChunkReader:
 
     def read_arrow(self, after: Key | None, plan: ChunkPlan) -> pa.Table | None:
         """The chunk's rows as text, with COPY on the driver, into Arrow (None: no row)."""
-        where = self._range(after, plan.last_key, literal=True)
-        query = sql.SQL("copy ({}) to stdout with (format csv)").format(self._text_select(where))
+        return self._copy(self._text_select(self._range(after, plan.last_key, literal=True)))
+
+    def _copy(self, select: sql.Composable) -> pa.Table | None:
+        """A select of the text columns, with COPY into Arrow (None: no row)."""
+        query = sql.SQL("copy ({}) to stdout with (format csv)").format(select)
         schema = pa.schema([(c.name, pa.string()) for c in self.columns])
         return copyreader.read_table(self.conn, query, schema)
 
@@ -230,11 +233,9 @@ class ChunkReader:
         order = sql.SQL(", ").join(
             sql.SQL("{}.{}").format(self._relation, sql.Identifier(c.name)) for c in self.keys
         )
-        query = sql.SQL("copy ({} order by {} limit {}) to stdout with (format csv)").format(
-            self._text_select(self._range(after, None, literal=True)), order, sql.Literal(rows)
-        )
-        schema = pa.schema([(c.name, pa.string()) for c in self.columns])
-        data = copyreader.read_table(self.conn, query, schema)
+        select = self._text_select(self._range(after, None, literal=True))
+        limited = sql.SQL("{} order by {} limit {}").format(select, order, sql.Literal(rows))
+        data = self._copy(limited)
         if data is None:
             return ChunkPlan(0, ()), None
         last = tuple(data.column(c.name)[-1].as_py() for c in self.keys)

@@ -123,7 +123,7 @@ class Job:
         ) as reader:
             if self.estimate is None:
                 self.estimate = reader.estimate()
-            plan, read = self._copy(reader, after)
+            plan, read = self._read_and_write(reader, after)
             if not plan.rows:
                 for target in self.targets:  # an empty table: its target exists all the same
                     ref = self.pipeline.table(target.target)
@@ -143,7 +143,9 @@ class Job:
         stage(f"chunk:{number}")
         return read
 
-    def _copy(self, reader: chunks.ChunkReader, after: chunks.Key | None) -> tuple[ChunkPlan, int]:
+    def _read_and_write(
+        self, reader: chunks.ChunkReader, after: chunks.Key | None
+    ) -> tuple[ChunkPlan, int]:
         """Reads the chunk after the key and writes it to every target: its plan, and the
         rows read."""
         if self.driver_writes and self._on_driver(reader.columns):

@@ -142,3 +142,11 @@ def test_snapshot_lowers_its_priority_before_its_session(
     rc, delta = done.stdout.split()
     assert int(rc) != 0 and "missing.toml" in done.stderr
     assert int(delta) == min(lowered, 19 - os.nice(0))
+
+
+@pytest.mark.parametrize("value", ["-5", "20", "ten"])
+def test_snapshot_refuses_a_nice_outside_0_to_19(value: str, capsys) -> None:
+    """--nice takes 0 to 19: raising priority would need root, and is never what it is for."""
+    with pytest.raises(SystemExit):
+        defaults("snapshot", "s.t", "--config", "c", "--nice", value)
+    assert "--nice: a whole number from 0 to 19" in capsys.readouterr().err
