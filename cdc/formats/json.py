@@ -11,11 +11,13 @@ text.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cdc.formats.spec import Format, KvMap, StartsWith, Undecided
+from cdc.formats.spec import Format, KvMap, Shape, StartsWith, Undecided, captured, re2_literal
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
 # PostgreSQL values reach 1 GB; Jackson's default stops strings at 20 MB
@@ -104,6 +106,98 @@ def driver_map(op: str, ev_data: str) -> KvMap:
     return {_utf8(name): _text(value) for name, value in _object(ev_data).items()}
 
 
+# one JSON value as the trigger writes it: a string (no control character; escapes valid, none
+# of a surrogate or of U+0000), an integer without leading zeros that fits in 64 bits (18
+# digits), true, false, null. Other values (-0, longer numbers, surrogate escapes: the
+# trigger writes none of them) are decoded one by one (driver_map).
+ESCAPE = (
+    r'\\["\\/bfnrt]'
+    r"|\\u(?:[1-9A-Ca-cEeFf][0-9A-Fa-f]{3}|[Dd][0-7][0-9A-Fa-f]{2}|0[1-9A-Fa-f][0-9A-Fa-f]{2}"
+    r"|00[1-9A-Fa-f][0-9A-Fa-f]|000[1-9A-Fa-f])"
+)
+VALUE = rf'"(?:[^"\\\x00-\x1f]|{ESCAPE})*"|-?[1-9][0-9]{{0,17}}|0|true|false|null'
+SAMPLE = 100  # events whose values say each column's JSON type (Arrow's reader needs one)
+
+
+def driver_shape(ev_data: str) -> Shape | None:
+    """The Shape of the JSON objects with this one's names, in its order and spelling (as
+    json.dumps spells them, as the trigger does: other spellings do not match, and are
+    decoded one by one), no space between the tokens."""
+    try:
+        names = tuple(_utf8(name) for name in _object(ev_data))
+    except Undecided:
+        return None
+    pairs = [
+        re2_literal(json.dumps(name, ensure_ascii=False)) + f":(?P<g{k}>{VALUE})"
+        for k, name in enumerate(names)
+    ]
+    pattern = "^\\{" + ",".join(pairs) + "\\}$"
+    return Shape(pattern, names, partial(_read, pattern, names))
+
+
+def _read(pattern: str, names: tuple[str, ...], ev_data: pa.Array | pa.ChunkedArray) -> list:
+    """Shape.read: the objects, one per line, read by Arrow's JSON reader into a column per
+    name, each of the JSON type its first values in the first SAMPLE events have (strings
+    when they are all null); integers and booleans then written as text as the JSON has
+    them. Where a value is of another type, the columns are read from the pattern's capture
+    groups instead."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    kinds: dict[str, pa.DataType] = {}
+    for text in ev_data[:SAMPLE].to_pylist():
+        for name, found in json.loads(text).items():
+            if found is not None and name not in kinds:
+                kinds[name] = pa.bool_() if isinstance(found, bool) else (
+                    pa.int64() if isinstance(found, int) else pa.string()
+                )  # fmt: skip
+    schema = pa.schema([(name, kinds.get(name, pa.string())) for name in names])
+    lines = _lines(ev_data)
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    try:
+        table = pj.read_json(
+            pa.BufferReader(lines),
+            read_options=pj.ReadOptions(use_threads=False, block_size=max(len(lines), 1)),
+            parse_options=options,
+        )
+    except (pa.ArrowInvalid, OverflowError):
+        return captured(ev_data, pattern, len(names), texts)
+    return [table.column(name).combine_chunks().cast(pa.string()) for name in names]
+
+
+def _lines(ev_data: pa.Array | pa.ChunkedArray) -> pa.Buffer:
+    """The texts as one buffer, each followed by a newline."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(ev_data, pa.ChunkedArray):
+        ev_data = ev_data.combine_chunks()
+    ended = pc.binary_join_element_wise(ev_data, pa.scalar("", pa.string()), "\n")
+    offsets = np.frombuffer(ended.buffers()[1], dtype=np.int32)
+    first, last = offsets[ended.offset], offsets[ended.offset + len(ended)]
+    return ended.buffers()[2][int(first) : int(last)]
+
+
+def texts(tokens: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """JSON value tokens (of ``VALUE``) as driver_map's texts: a string's content, null as
+    null, an integer, true and false as they are written; a string with an escape is read
+    by json, one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(tokens, pa.ChunkedArray):
+        tokens = tokens.combine_chunks()
+    is_string = pc.starts_with(tokens, '"')
+    out = pc.if_else(is_string, pc.utf8_slice_codeunits(tokens, 1, -1), tokens)
+    out = pc.if_else(pc.equal(tokens, "null"), pa.scalar(None, pa.string()), out)
+    escaped = pc.and_(is_string, pc.match_substring(tokens, "\\"))
+    if pc.any(escaped).as_py():
+        read = [_utf8(json.loads(token)) for token in tokens.filter(escaped).to_pylist()]
+        out = pc.replace_with_mask(out, escaped, pa.array(read, pa.string()))
+    return out
+
+
 FORMAT = Format(
     name="json",
     pgq_trigger="pgq.jsontriga",
@@ -113,4 +207,5 @@ FORMAT = Format(
     jvm_map=jvm_map,
     driver_op=driver_op,
     driver_map=driver_map,
+    driver_shape=driver_shape,
 )

@@ -12,9 +12,15 @@ One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in on
   and classifiers give it op ``R`` and no format;
 - a format decodes either inside the JVM (``jvm_map``: a Spark expression over ev_data) or in
   Python (``python_map``: run in an Arrow UDF, on that format's events only);
-- a format may also decode on the driver, in plain Python (``driver_op``, ``driver_map``), for
-  a small batch (cdc.pipeline.driver_decode): those answer exactly what its Spark decoder
-  answers, or raise ``Undecided`` when they cannot be sure of it (then Spark decodes);
+- a format may also decode on the driver, in plain Python (``driver_op``, ``driver_map``)
+  (cdc.pipeline.driver_decode): those answer exactly what its Spark decoder answers, or
+  raise ``Undecided`` when they cannot be sure of it (then Spark decodes);
+- and, to decode many events at once on the driver, a format may say what the events of one
+  shape look like (``driver_shape``: the ``Shape`` of the ev_data of one event, which
+  matches every ev_data with the same columns in the same order and the same spelling):
+  the events it matches (one regular expression over the Arrow column) are read column by
+  column (``Shape.read``). An ev_data the shape's pattern does not match is decoded one by
+  one (``driver_map``), so the shape only needs to be exact where it matches;
 - importing this module, and the format modules, needs neither pyspark nor pyarrow: both are
   imported inside the functions that build their expressions.
 """
@@ -103,6 +109,42 @@ def driver_first_letter(ev_type: str) -> str:
     return ev_type[0]
 
 
+def re2_literal(text: str) -> str:
+    """text as an RE2 pattern that matches exactly it: letters, digits and non-ASCII as they
+    are, every other character as a hex escape."""
+    return "".join(
+        ch if ch.isalnum() or not ch.isascii() else f"\\x{{{ord(ch):02x}}}" for ch in text
+    )
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The ev_data of one shape: ``pattern`` (RE2, anchored) matches exactly the texts of
+    this shape, with one capture group ``g<k>`` per column of ``names`` (in order); ``read``
+    turns texts the pattern matches into one column of texts per name (null for NULL), as
+    the format's ``driver_map`` gives them, raising ``Undecided`` where it cannot be
+    sure."""
+
+    pattern: str
+    names: tuple[str, ...]
+    read: Callable[[ArrowStrings], list[pa.Array]]
+
+
+def captured(
+    ev_data: ArrowStrings, pattern: str, count: int, texts: Callable[[pa.Array], pa.Array]
+) -> list[pa.Array]:
+    """Shape.read by the pattern's capture groups ``g0`` .. ``g<count-1>``: each group's
+    tokens made texts by ``texts`` (a general read, and a slow one: RE2 extracts
+    submatches at several times the cost of a match)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    groups = pc.extract_regex(ev_data, pattern)
+    if not isinstance(groups, pa.StructArray):
+        groups = groups.combine_chunks()
+    return [texts(groups.field(f"g{k}")) for k in range(count)]
+
+
 @dataclass(frozen=True)
 class Format:
     """One capture format, with PgQ's trigger of the same events."""
@@ -122,6 +164,9 @@ class Format:
     # D or R; (op, ev_data) -> column -> text. None: Spark decodes every event of the format
     driver_op: Callable[[str], str] | None = None
     driver_map: Callable[[str, str], KvMap] | None = None
+    # on the driver, many events at once: one event's ev_data -> the Shape of the ev_data like
+    # it, None when it has none (it is then decoded by driver_map); None: no shapes
+    driver_shape: Callable[[str], Shape | None] | None = None
 
     def __post_init__(self) -> None:
         if (self.jvm_map is None) == (self.python_map is None):

@@ -11,12 +11,23 @@ name maps to NULL.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING
 from urllib.parse import unquote_plus
 
-from cdc.formats.spec import Format, KvMap, Matches, Undecided, driver_first_letter, first_letter
+from cdc.formats.spec import (
+    Format,
+    KvMap,
+    Matches,
+    Shape,
+    Undecided,
+    driver_first_letter,
+    first_letter,
+    re2_literal,
+)
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
 
@@ -58,6 +69,73 @@ def driver_map(op: str, ev_data: str) -> KvMap:
     return found
 
 
+def driver_shape(ev_data: str) -> Shape | None:
+    """The Shape of the url-encoded rows with this one's names, in its order and spelling:
+    each name, then ``=`` and its value (no ``&`` in it) or nothing (NULL)."""
+    names, spelled = [], []
+    for pair in ev_data.split("&"):
+        name = pair.partition("=")[0]
+        try:
+            names.append(_decoded(name))
+        except Undecided:
+            return None
+        spelled.append(name)
+    if not all(spelled) or len(set(names)) != len(names):
+        return None
+    pairs = [re2_literal(name) + f"(?P<g{k}>=[^&]*)?" for k, name in enumerate(spelled)]
+    return Shape("^" + "&".join(pairs) + "$", tuple(names), partial(_read, tuple(spelled)))
+
+
+def _read(spelled: tuple[str, ...], ev_data: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """Shape.read: rows of the shape split at ``&`` (their values hold none), the pieces of
+    one name each its own column, the spelled name cut off its front (leaving ``=value``,
+    or nothing for NULL), made texts."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces = pc.list_flatten(pc.split_pattern(ev_data, "&"))
+    if isinstance(pieces, pa.ChunkedArray):
+        pieces = pieces.combine_chunks()
+    rows = np.arange(len(ev_data), dtype=np.int64) * len(spelled)
+    return [
+        texts(pc.utf8_slice_codeunits(pieces.take(pa.array(rows + k)), len(name)))
+        for k, name in enumerate(spelled)
+    ]
+
+
+# a value whose escapes are all of ASCII characters, each a % and two hex digits
+ASCII_ESCAPES = "^(?:[^%]|%[0-7][0-9A-Fa-f])*$"
+ASCII_ESCAPE = re.compile("[0-7][0-9A-Fa-f]")
+
+
+def texts(tokens: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Captured ``=value`` tokens as driver_map's texts: an empty token (a bare name) is
+    NULL; ``+`` is a space and ``%XX`` the ASCII character XX, replaced column-wise, one
+    escape at a time (``%25``, the ``%``, last); a value with any other escape (UTF-8 bytes
+    of a non-ASCII character, a malformed one) is decoded one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(tokens, pa.ChunkedArray):
+        tokens = tokens.combine_chunks()
+    values = pc.utf8_slice_codeunits(tokens, 1)
+    out = pc.replace_substring(values, "+", " ")
+    escaped = pc.match_substring(values, "%")
+    if pc.any(escaped).as_py():
+        pieces = pc.list_flatten(pc.list_slice(pc.split_pattern(values.filter(escaped), "%"), 1))
+        for escape in sorted(set(pc.utf8_slice_codeunits(pieces, 0, 2).unique().to_pylist())):
+            if ASCII_ESCAPE.fullmatch(escape) and escape != "25":
+                out = pc.replace_substring(out, "%" + escape, _decoded("%" + escape))
+        out = pc.replace_substring(out, "%25", "%")
+        # the others, and the malformed ones (their replacement above is undone here)
+        alone = pc.and_(escaped, pc.invert(pc.match_substring_regex(values, ASCII_ESCAPES)))
+        if pc.any(alone).as_py():
+            read = [_decoded(value) for value in values.filter(alone).to_pylist()]
+            out = pc.replace_with_mask(out, alone, pa.array(read, pa.string()))
+    return pc.if_else(pc.equal(tokens, ""), pa.scalar(None, pa.string()), out)
+
+
 FORMAT = Format(
     name="urlenc",
     pgq_trigger="pgq.logutriga",
@@ -68,4 +146,5 @@ FORMAT = Format(
     jvm_map=jvm_map,
     driver_op=driver_first_letter,
     driver_map=driver_map,
+    driver_shape=driver_shape,
 )

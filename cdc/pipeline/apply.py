@@ -187,6 +187,9 @@ class BatchApplier:
         # the drain's own setting (spark-submit --conf), kept for big batches
         self._materialize = spark.conf.get(MATERIALIZE_SOURCE, "auto") or "auto"
         self._count_lock = threading.Lock()
+        # on a local master the driver is where Spark works too: every batch read with COPY
+        # is decoded and written there when it can be (on a cluster, small ones only)
+        self._local = spark.sparkContext.master.startswith("local")
 
     def close(self) -> None:
         self.pool.close()
@@ -346,13 +349,10 @@ class BatchApplier:
             # are written
             drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
             columns = drift.columns
-            small = (
-                events.cached is None
-                and events.counts.get(table.source, 0) <= SMALL_EVENTS
-                and self._materialize == "auto"
-            )
+            read_here = events.cached is None and self._materialize == "auto"
+            small = read_here and events.counts.get(table.source, 0) <= SMALL_EVENTS
             part = TablePart(table, events, columns, drift, ref, commit, out)
-            if not (small and self._on_driver(part)):
+            if not ((small or (read_here and self._local)) and self._on_driver(part)):
                 self._in_spark(part, small, spark)
         except Exception as exc:
             failure = failures.classify(exc, self.pipeline.target_path)

@@ -33,10 +33,12 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc import formats
-from cdc.formats.spec import Undecided
+from cdc.formats.spec import Shape, Undecided
 from cdc.pg import pgarray, pgtypes
 from cdc.pg.pgtypes import DECIMAL_TYPE, Column
 from cdc.pipeline.decode import meta, present, value
@@ -61,6 +63,10 @@ BINARY_TEXT = re.compile(r"\\x((?:[0-9A-Fa-f]{2})*)")
 BOOLEAN_TEXT = {"t": True, "true": True, "f": False, "false": False}
 UTC = dt.UTC
 INFINITY = float("inf")
+MAX_SHAPES = 8  # shapes tried per table and batch; events of other shapes decode one by one
+# events decoded one by one at most per table and batch (sqlglot parses a sql event in about
+# 100 µs: Spark decodes more at once)
+ONE_BY_ONE = 10_000
 
 
 def arrow_type(spark_type: str) -> pa.DataType:
@@ -234,8 +240,6 @@ def cast_column(texts: pa.Array | pa.ChunkedArray, spark_type: str) -> pa.Array:
     when every text is in a form it reads as Spark does (``ARROW_TEXT``; Arrow refuses a
     value out of range, a decimal with digits lost, an impossible date), else value by
     value; Undecided as ``cast``."""
-    import pyarrow.compute as pc
-
     kind = arrow_type(spark_type)
     if spark_type == "string":
         return texts
@@ -277,7 +281,7 @@ def cast_rows(rows: pa.Table, columns: list[Column]) -> pa.Table | None:
         return None
 
 
-def _formats(ev_types: pa.ChunkedArray) -> list[formats.Format | None]:
+def _formats(ev_types: pa.Array | pa.ChunkedArray) -> list[formats.Format | None]:
     """Each event's format, the first whose ev_type shape matches (registry order); None
     for no match."""
     found: list[formats.Format | None] = [None] * len(ev_types)
@@ -290,14 +294,23 @@ def _formats(ev_types: pa.ChunkedArray) -> list[formats.Format | None]:
 
 def _kv(fmt: formats.Format | None, ev_type: str | None, ev_data: str | None) -> tuple[str, dict]:
     """(op, column -> text) of one row event."""
+    op = _op(fmt, ev_type)
+    if ev_data is None:
+        raise Undecided(f"op {op} without ev_data")
+    assert fmt is not None and fmt.driver_map is not None
+    return op, fmt.driver_map(op, ev_data)
+
+
+def _op(fmt: formats.Format | None, ev_type: str | None) -> str:
+    """The op (I, U, D) of one row event's ev_type, in a format that decodes on the driver."""
     if ev_type is None or ev_type in formats.TRUNCATE_TYPES:
         raise Undecided("a TRUNCATE, or an event without a type")
     if fmt is None or fmt.driver_op is None or fmt.driver_map is None:
         raise Undecided(f"ev_type {ev_type[:40]!r}: no driver-side decoder")
     op = fmt.driver_op(ev_type)
-    if op not in ("I", "U", "D") or ev_data is None:
-        raise Undecided(f"op {op}, or no ev_data")
-    return op, fmt.driver_map(op, ev_data)
+    if op not in ("I", "U", "D"):
+        raise Undecided(f"op {op} of ev_type {ev_type[:40]!r}")
+    return op
 
 
 def decode(raw: pa.Table, columns: list[Column], drift: Drift | None = None) -> pa.Table | None:
@@ -312,8 +325,105 @@ def decode(raw: pa.Table, columns: list[Column], drift: Drift | None = None) -> 
 
 
 def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Table:
+    """Events of a shape its format knows (Format.driver_shape) decoded at once, shape by
+    shape (at most MAX_SHAPES), the rest one by one (``_decode_each``)."""
     if drift is not None and drift.source_types:
         raise Undecided("a target column's type differs from the source's")
+    if raw.num_rows == 0:
+        return _decode_each(raw, columns, drift)
+    if raw.column("ev_data").null_count:
+        raise Undecided("an event without ev_data")
+    kinds, ops = _ops(raw.column("ev_type"))
+    known = {c.name for c in columns}
+    ev_data = raw.column("ev_data")
+    todo = np.ones(raw.num_rows, dtype=bool)  # not decoded yet
+    alone = np.zeros(raw.num_rows, dtype=bool)  # to be decoded one by one
+    parts = []
+    for _ in range(MAX_SHAPES):
+        pending = np.flatnonzero(todo & ~alone)
+        if not len(pending):
+            break
+        row = int(pending[0])
+        fmt = formats.FORMATS[kinds[row]]
+        shape = fmt.driver_shape(ev_data[row].as_py()) if fmt.driver_shape else None
+        if shape is None or not set(shape.names) <= known:
+            alone[row] = True
+            continue
+        same = todo & (kinds == kinds[row])
+        rows = np.flatnonzero(same)
+        hits = pc.match_substring_regex(ev_data.take(rows), shape.pattern)
+        same[rows] = pc.fill_null(hits, False).to_numpy(zero_copy_only=False)
+        if not same[row]:  # spelled otherwise than the shape spells it
+            alone[row] = True
+            continue
+        chosen = pa.array(same)
+        parts.append(_decode_shape(raw.filter(chosen), ops.filter(chosen), fmt, shape, columns,
+                                   drift))  # fmt: skip
+        todo &= ~same
+    if todo.any():
+        if todo.sum() > ONE_BY_ONE:
+            raise Undecided(f"{todo.sum():,} events of no shape decoded at once")
+        parts.append(_decode_each(raw.filter(pa.array(todo)), columns, drift))
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables(parts).sort_by(meta("ev_id"))
+
+
+def _ops(ev_types: pa.ChunkedArray) -> tuple[Any, pa.Array]:
+    """Per event, the position of its format in formats.FORMATS (a numpy array) and its op;
+    Undecided when an event has no driver-side decoder, or is a TRUNCATE."""
+    distinct = pc.unique(ev_types)
+    found = _formats(distinct)
+    ops = pa.array([_op(f, t) for f, t in zip(found, distinct.to_pylist(), strict=True)])
+    where = pc.index_in(ev_types, distinct).to_numpy(zero_copy_only=False)
+    kinds = np.array([formats.FORMATS.index(f) for f in found])  # type: ignore[arg-type]
+    return kinds[where], ops.take(pa.array(where))
+
+
+def _decode_shape(
+    raw: pa.Table,
+    ops: pa.Array,
+    fmt: formats.Format,
+    shape: Shape,
+    columns: list[Column],
+    drift: Drift | None,
+) -> pa.Table:
+    """Events whose ev_data all match shape.pattern, decoded column by column."""
+    texts = dict(zip(shape.names, shape.read(raw.column("ev_data")), strict=True))
+    everywhere = pa.scalar(True)
+    present_in: dict[str, pa.Array | pa.Scalar] = dict.fromkeys(texts, everywhere)
+    filled = pc.equal(ops, "I")
+    if fmt.full_row:
+        filled = pc.or_(filled, pc.equal(ops, "U"))
+    for i, text in (drift.missing if drift else {}).items():
+        name = columns[i].name
+        if name not in texts:
+            texts[name] = pc.if_else(filled, pa.scalar(text, pa.string()), None)
+            present_in[name] = filled
+    for c in columns:
+        if c.is_key and (c.name not in texts or texts[c.name].null_count):
+            raise Undecided("an event without a value for a key column")
+    n = raw.num_rows
+    out: dict[str, pa.Array | pa.ChunkedArray] = {
+        meta("op"): ops,
+        meta("ev_id"): raw.column("ev_id"),
+        meta("ev_txid"): raw.column("ev_txid"),
+    }
+    for i, c in enumerate(columns):
+        kind = arrow_type(c.spark_type)
+        out[value(i)] = (
+            cast_column(texts[c.name], c.spark_type) if c.name in texts else pa.nulls(n, kind)
+        )
+    for i, c in enumerate(columns):
+        where = present_in.get(c.name, pa.scalar(False))
+        out[present(i)] = (
+            pa.array(np.full(n, where.as_py())) if isinstance(where, pa.Scalar) else where
+        )
+    return pa.table(out)
+
+
+def _decode_each(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Table:
+    """Events decoded one by one, by their format's driver_map."""
     names = [c.name for c in columns]
     known = set(names)
     keys = [c.name for c in columns if c.is_key]

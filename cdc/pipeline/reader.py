@@ -114,6 +114,9 @@ class BatchReader:
         """The batch with COPY into one Arrow table, split by table in Arrow."""
         known = set(names.events)
         table = pa.Table.from_batches(list(batch.arrow()), schema=EVENT_SCHEMA)
+        ev_ids = table.column("ev_id")
+        if len(ev_ids) > 1 and not pc.all(pc.less(ev_ids[:-1], ev_ids[1:])).as_py():
+            table = table.sort_by("ev_id")  # get_batch_events orders them: never expected
         is_signal = pc.fill_null(pc.equal(table.column("ev_type"), SIGNAL), False)
         signals: list[tuple[str | None, str | None]] = []
         if pc.any(is_signal).as_py():

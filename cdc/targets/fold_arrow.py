@@ -1,12 +1,19 @@
-"""The fold (cdc.targets.fold) of a small batch on the driver, over Arrow: the same rules,
+"""The fold (cdc.targets.fold) of a batch on the driver, over Arrow and numpy: the same rules,
 the same output columns, without a Spark job.
 
-A key's events are taken in ev_id order; per transaction of the key: INSERTs - DELETEs
-(``n``), its last INSERT or DELETE and whether it was an INSERT, its last INSERT; per
-non-key column, the last event (not a DELETE) that carries it. Then per key, as the Spark
-fold decides (see its docstring): existence from the last deciding transaction, the row's
-columns from the last INSERT on. Values never leave Arrow: the fold picks row indices, and
-the output columns are ``take``\\ n from the input, so no value is converted.
+The rows are sorted by key, transaction and ev_id, and every step is a reduction over
+contiguous runs of that order (numpy's ``reduceat``), so no Python code runs per event. Rows
+are named by their position in ev_id order (``rank``), so "the latest" is a maximum:
+
+- per key and transaction: ``n`` (INSERTs - DELETEs), the rank of its last INSERT or
+  DELETE, and of its last INSERT; it decides the key's existence when n != 0 or its last
+  INSERT / DELETE is an INSERT;
+- per key: existence from its last deciding transaction, whether it has any INSERT or
+  DELETE, the rank of its last INSERT; per non-key column, the rank of the last event (not a
+  DELETE) that carries the column.
+
+Values never leave Arrow: the fold picks row positions, and the output columns are
+``take``\\ n from the input, so no value is converted.
 
 Only for keys that compare as they are (cdc.targets.fold.restates_key is false for every
 key column): a restated key (numeric text, floats) is matched in a normalised form.
@@ -14,7 +21,6 @@ key column): a restated key (numeric text, floats) is matched in a normalised fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cdc.pg.pgtypes import Column
@@ -22,89 +28,103 @@ from cdc.pipeline.decode import meta, present, value
 from cdc.targets import fold
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 __all__ = ["fold_rows"]
 
 
-@dataclass
-class _Txn:
-    n: int = 0
-    reset_id: int | None = None
-    reset_op: str | None = None
+def _differs(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per row of a sorted column, whether it differs from the row before (True for the
+    first row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-
-@dataclass
-class _Key:
-    txns: dict[int, _Txn] = field(default_factory=dict)
-    last_insert: int | None = None  # ev_id
-    last: dict[int, tuple[int, int]] = field(default_factory=dict)  # column -> (ev_id, row)
+    n = len(column)
+    out = np.ones(n, dtype=bool)
+    if n > 1:
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        same = pc.equal(column.slice(1), column.slice(0, n - 1))
+        out[1:] = ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    return out
 
 
 def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
     """One row per key: value(i) per column, ``__has<i>`` per non-key column, ``__action``
     and ``__reset``, as cdc.targets.fold.fold."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     if any(fold.restates_key(c) for c in columns):
         raise ValueError("fold_rows: a key column is compared in a normalised form")
     keyed = [i for i, c in enumerate(columns) if c.is_key]
-    others = [i for i, c in enumerate(columns) if not c.is_key]
-    ops = rows.column(meta("op")).to_pylist()
-    ev_ids = rows.column(meta("ev_id")).to_pylist()
-    txids = rows.column(meta("ev_txid")).to_pylist()
-    key_values = list(zip(*(rows.column(value(i)).to_pylist() for i in keyed), strict=True))
-    presence = {i: rows.column(present(i)).to_pylist() for i in others}
-    order = sorted(range(rows.num_rows), key=ev_ids.__getitem__)
-    keys: dict[tuple, _Key] = {}
-    first_row: dict[tuple, int] = {}
-    for row in order:
-        key_value, op, ev_id = key_values[row], ops[row], ev_ids[row]
-        state = keys.setdefault(key_value, _Key())
-        first_row.setdefault(key_value, row)
-        txn = state.txns.setdefault(txids[row], _Txn())
-        if op in ("I", "D"):
-            txn.n += 1 if op == "I" else -1
-            txn.reset_id, txn.reset_op = ev_id, op  # rows come in ev_id order
-            if op == "I":
-                state.last_insert = ev_id
-        if op != "D":
-            for i in others:
-                if presence[i][row]:
-                    state.last[i] = (ev_id, row)
-    picked_key_rows: list[int] = []
-    picked: dict[int, list[int | None]] = {i: [] for i in others}
-    has: dict[int, list[bool]] = {i: [] for i in others}
-    actions: list[str] = []
-    resets: list[bool] = []
-    for key_value, state in keys.items():
-        picked_key_rows.append(first_row[key_value])
-        deciding = [t for t in state.txns.values() if t.n != 0 or t.reset_op == "I"]
-        exists = None
-        if deciding:
-            last = max(deciding, key=lambda t: t.reset_id)  # type: ignore[arg-type,return-value]
-            exists = last.n >= 0
-        any_reset = any(t.reset_id is not None for t in state.txns.values())
-        if not any_reset or exists:
-            actions.append(fold.UPSERT)
-        elif exists is None:
-            actions.append(fold.UPDATE_IF_PRESENT)
-        else:
-            actions.append(fold.DELETE)
-        resets.append(state.last_insert is not None)
-        for i in others:
-            at = state.last.get(i)
-            sets = at is not None and (state.last_insert is None or at[0] >= state.last_insert)
-            has[i].append(sets)
-            picked[i].append(at[1] if sets else None)  # type: ignore[index]
+    if rows.num_rows == 0:
+        return _empty(rows, columns)
+    # rank: each row's position in ev_id order
+    by_ev = pc.sort_indices(rows.column(meta("ev_id"))).to_numpy()
+    rank = np.empty(rows.num_rows, dtype=np.int64)
+    rank[by_ev] = np.arange(rows.num_rows, dtype=np.int64)
+    order = pc.sort_indices(
+        rows,
+        sort_keys=[(value(i), "ascending") for i in keyed]
+        + [(meta("ev_txid"), "ascending"), (meta("ev_id"), "ascending")],
+    )
+    rows = rows.take(order)
+    rank = rank[order.to_numpy()]
+    ops = rows.column(meta("op"))
+    is_insert = pc.equal(ops, "I").to_numpy(zero_copy_only=False)
+    is_delete = pc.equal(ops, "D").to_numpy(zero_copy_only=False)
+    new_key = np.zeros(rows.num_rows, dtype=bool)
+    for i in keyed:
+        new_key |= _differs(rows.column(value(i)))
+    new_txn = new_key | _differs(rows.column(meta("ev_txid")))
+    key_starts, txn_starts = np.flatnonzero(new_key), np.flatnonzero(new_txn)
+    none = np.int64(-1)
+    # per transaction of a key
+    n = np.add.reduceat(is_insert.astype(np.int64) - is_delete, txn_starts)
+    reset = np.maximum.reduceat(np.where(is_insert | is_delete, rank, none), txn_starts)
+    insert = np.maximum.reduceat(np.where(is_insert, rank, none), txn_starts)
+    decisive = (n != 0) | ((insert >= 0) & (insert == reset))
+    # per key: the last deciding transaction's existence, in the lowest bit of its rank
+    txn_key = np.cumsum(new_key)[txn_starts] - 1
+    txn_key_starts = np.flatnonzero(np.diff(txn_key, prepend=-1))
+    deciding = np.maximum.reduceat(np.where(decisive, reset * 2 + (n >= 0), none), txn_key_starts)
+    any_reset = np.maximum.reduceat(reset, txn_key_starts) >= 0
+    last_insert = np.maximum.reduceat(insert, txn_key_starts)
+    exists = deciding >= 0
+    # 0 UPSERT, 1 UPDATE_IF_PRESENT, 2 DELETE
+    action = np.where(~any_reset | (exists & (deciding % 2 == 1)), 0, np.where(exists, 2, 1))
     out: dict[str, pa.Array | pa.ChunkedArray] = {}
-    key_rows = pa.array(picked_key_rows, pa.int64())
-    for i in range(len(columns)):
-        if columns[i].is_key:
-            out[value(i)] = rows.column(value(i)).take(key_rows)
-        else:
-            out[value(i)] = rows.column(value(i)).take(pa.array(picked[i], pa.int64()))
-            out[f"__has{i}"] = pa.array(has[i], pa.bool_())
-    out["__action"] = pa.array(actions, pa.string())
-    out["__reset"] = pa.array(resets, pa.bool_())
+    first = pa.array(key_starts)
+    # a row's position in the sorted rows, from its rank
+    position = np.empty(rows.num_rows, dtype=np.int64)
+    position[rank] = np.arange(rows.num_rows, dtype=np.int64)
+    for i, c in enumerate(columns):
+        if c.is_key:
+            out[value(i)] = rows.column(value(i)).take(first)
+            continue
+        carries = pc.fill_null(rows.column(present(i)), False).to_numpy(zero_copy_only=False)
+        at = np.maximum.reduceat(np.where(carries & ~is_delete, rank, none), key_starts)
+        sets = (at >= 0) & ((last_insert < 0) | (at >= last_insert))
+        picked = pa.array(position[np.where(sets, at, 0)], mask=~sets)
+        out[value(i)] = rows.column(value(i)).take(picked)
+        out[f"__has{i}"] = pa.array(sets, pa.bool_())
+    actions = pa.array([fold.UPSERT, fold.UPDATE_IF_PRESENT, fold.DELETE], pa.string())
+    out["__action"] = actions.take(pa.array(action))
+    out["__reset"] = pa.array(last_insert >= 0, pa.bool_())
     return pa.table(out)
+
+
+def _empty(rows: pa.Table, columns: list[Column]) -> pa.Table:
+    """fold_rows of no rows: its columns, no row."""
+    import pyarrow as pa
+
+    fields = []
+    for i, c in enumerate(columns):
+        fields.append(pa.field(value(i), rows.schema.field(value(i)).type))
+        if not c.is_key:
+            fields.append(pa.field(f"__has{i}", pa.bool_()))
+    fields += [pa.field("__action", pa.string()), pa.field("__reset", pa.bool_())]
+    return pa.schema(fields).empty_table()

@@ -314,12 +314,32 @@ def test_events_decode_as_in_spark(spark):
     _same_rows(mine, spark_rows)
 
 
+def _compact(event: tuple[str, str | None]) -> tuple[str, str | None]:
+    """A json event as jsontriga writes it (no spaces, non-ASCII raw): decoded by shape."""
+    ev_type, ev_data = event
+    if not ev_type.startswith("{") or ev_data is None:
+        return event
+    return ev_type, json.dumps(json.loads(ev_data), separators=(",", ":"), ensure_ascii=False)
+
+
+def test_events_in_the_triggers_form_decode_by_shape_as_in_spark(spark):
+    # many events of each shape, so that each is decoded by its shape (Format.driver_shape)
+    raw = _raw([_compact(e) for e in GOOD_EVENTS for _ in range(3)])
+    mine = driver_decode.decode(raw, COLUMNS)
+    assert mine is not None
+    spark_rows, bad = _spark_rows(spark, raw, None)
+    assert bad == 0
+    _same_rows(mine, spark_rows)
+
+
 def test_the_value_a_column_had_before_it_existed_fills_full_rows(spark):
     # json and urlenc rows without column s, and a sql UPDATE: only full-row events are
     # given the missing value (schema_drift.Drift.missing)
     events = [
         (JSON_TYPE.format("INSERT"), json.dumps({"id": 1, "b": True})),
         (JSON_TYPE.format("UPDATE"), json.dumps({"id": 1, "b": False})),
+        _compact((JSON_TYPE.format("UPDATE"), json.dumps({"id": 1, "b": True}))),
+        ("I:id", "id=2&b=t"),
         ("U:id", "id=1&b=t"),
         ("U", "b='f' where id='1'"),
         (JSON_TYPE.format("DELETE"), json.dumps({"id": 1})),

@@ -22,7 +22,7 @@ COLUMNS = [
 ]
 
 
-def _events(seed: int) -> pa.Table:
+def _events(seed: int, columns: list[Column] = COLUMNS) -> pa.Table:
     rnd = random.Random(seed)
     rows = []
     ev_id = 0
@@ -31,6 +31,7 @@ def _events(seed: int) -> pa.Table:
             ev_id += rnd.randint(1, 3)
             op = rnd.choice("IUUDI")
             key = rnd.randint(1, 5)
+            extra = {value(3): rnd.choice("ab"), present(3): True} if len(columns) > 3 else {}
             partial = op == "U" and rnd.random() < 0.5
             rows.append(
                 {
@@ -43,6 +44,7 @@ def _events(seed: int) -> pa.Table:
                     present(1): not partial or rnd.random() < 0.5,
                     value(2): None if rnd.random() < 0.2 else ev_id / 4,
                     present(2): not partial or rnd.random() < 0.5,
+                    **extra,
                 }
             )
     rnd.shuffle(rows)
@@ -63,18 +65,32 @@ def _events(seed: int) -> pa.Table:
             (value(2), pa.decimal128(10, 2)),
             (present(2), pa.bool_()),
         ]
+        + ([(value(3), pa.string()), (present(3), pa.bool_())] if len(columns) > 3 else [])
     )
     return pa.Table.from_pylist(rows, schema)
 
 
 def _sorted(table: pa.Table) -> list[dict]:
-    return sorted(table.to_pylist(), key=lambda r: r[value(0)])
+    return sorted(table.to_pylist(), key=lambda r: (r[value(0)], r.get(value(3)) or ""))
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(60))
 def test_the_driver_fold_is_spark_fold(spark, seed):
     events = _events(seed)
     expected = fold.fold(spark.createDataFrame(events), COLUMNS).toArrow()
     got = fold_arrow.fold_rows(events, COLUMNS)
+    assert got.column_names == expected.column_names
+    assert _sorted(got) == _sorted(expected.cast(got.schema))
+
+
+# a key of two columns, the second after the values
+COMPOSITE = [*COLUMNS, Column("k", "text", "string", True)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_driver_fold_is_spark_fold_on_a_composite_key(spark, seed):
+    events = _events(seed, COMPOSITE)
+    expected = fold.fold(spark.createDataFrame(events), COMPOSITE).toArrow()
+    got = fold_arrow.fold_rows(events, COMPOSITE)
     assert got.column_names == expected.column_names
     assert _sorted(got) == _sorted(expected.cast(got.schema))

@@ -94,3 +94,9 @@ def test_restated_keys_are_refused():
     numeric_key = [Column("id", "numeric", "string", True)]
     with pytest.raises(ValueError, match="normalised"):
         fold_arrow.fold_rows(pa.table({}), numeric_key)
+
+
+def test_no_events_fold_to_no_rows_with_the_columns():
+    got = fold_arrow.fold_rows(_events(("I", 1, 1, 1, "a", True)).slice(0, 0), COLUMNS)
+    assert got.num_rows == 0
+    assert got.column_names == [value(0), value(1), "__has1", "__action", "__reset"]
