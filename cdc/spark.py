@@ -256,6 +256,14 @@ def session(
     return spark
 
 
+def is_local(spark: SparkSession) -> bool:
+    """Whether the session runs on a local master (``local[*]``), where the driver is the
+    whole machine: work done on the driver (in Arrow, with delta-rs) runs on the same cores
+    Spark's executors would, without their jobs' cost. On a cluster the executors read and
+    write in parallel."""
+    return spark.sparkContext.master.startswith("local")
+
+
 def missing_classes(spark: SparkSession, names: Iterable[str]) -> list[str]:
     """The classes of names that the driver's JVM cannot load."""
     from py4j.protocol import Py4JJavaError

@@ -44,6 +44,7 @@ from cdc.pg.queue import Batch
 from cdc.pipeline import decode, driver_decode
 from cdc.pipeline.pool import SessionPool, in_session
 from cdc.pipeline.reader import BatchEvents
+from cdc.spark import is_local
 from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
 from cdc.targets.kind import TableBatch, add_time
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
@@ -51,7 +52,12 @@ from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 log = logging.getLogger("cdc.drain")
 
 WORKERS = 4  # tables applied at once (cdc drain --workers)
-# A table's events up to this many, read with COPY (in Arrow on the driver), take the
+# A table's events up to this many, read with COPY (in Arrow on the driver), are decoded and
+# written from the driver where they can be (cdc.pipeline.driver_decode, the kind's
+# apply_on_driver). On a local master every batch read with COPY is: the driver is where
+# Spark would work too, and Arrow's kernels, a fold in numpy and delta-rs' MERGE cost a
+# fraction of Spark's jobs. On a cluster only these small ones are: a large batch's work is
+# spread over the executors. Where Spark writes a small batch after all, it takes the
 # small-batch path: decoded without a cache, and MERGEd without Delta's copy of the source
 # (merge.materializeSource = none). Delta copies a source it cannot prove deterministic; ours
 # is (the fold of the batch's events decoded from the batch's Arrow rows: every read gives
@@ -157,9 +163,7 @@ def worker_conf(spark: SparkSession) -> dict[str, str]:
     """Settings of the worker sessions: on a local master, Delta rebuilds a table's state
     from its log in as many tasks as there are cores (its default, 50, is for clusters: on
     two cores a commit's state rebuild costs a third more), unless the session sets it."""
-    if spark.conf.get(SNAPSHOT_PARTITIONS, None) or not spark.sparkContext.master.startswith(
-        "local"
-    ):
+    if spark.conf.get(SNAPSHOT_PARTITIONS, None) or not is_local(spark):
         return {}
     return {SNAPSHOT_PARTITIONS: str(max(1, spark.sparkContext.defaultParallelism))}
 
@@ -189,7 +193,7 @@ class BatchApplier:
         self._count_lock = threading.Lock()
         # on a local master the driver is where Spark works too: every batch read with COPY
         # is decoded and written there when it can be (on a cluster, small ones only)
-        self._local = spark.sparkContext.master.startswith("local")
+        self._local = is_local(spark)
 
     def close(self) -> None:
         self.pool.close()
@@ -371,7 +375,7 @@ class BatchApplier:
         return out
 
     def _on_driver(self, part: TablePart) -> bool:
-        """A small batch read with COPY, decoded (cdc.pipeline.driver_decode) and written
+        """A batch read with COPY, decoded (cdc.pipeline.driver_decode) and written
         (the kind's apply_on_driver) without Spark; False when either cannot: then Spark
         decodes and writes it."""
         raw = part.events.arrow.get(part.table.source)

@@ -1,17 +1,27 @@
-"""A small batch's events decoded on the driver, in plain Python over the Arrow rows COPY
-read: the typed rows cdc.pipeline.decode would make in Spark, or no answer.
+"""A batch's events decoded on the driver, over the Arrow rows COPY read: the typed rows
+cdc.pipeline.decode would make in Spark, or no answer.
 
-A Spark decode costs a few Spark jobs whatever its size (a second or more on two cores); a
-batch touching many tables a few rows each paid it per table. The events of a small batch
-are on the driver already (read with COPY into Arrow), so they are decoded there: each
-format's driver decoder (cdc.formats: ``driver_op``, ``driver_map``) makes the column ->
-text map, and ``cast`` makes each text the value Spark's cast (decode.cast_text) makes.
+A Spark decode costs a few Spark jobs whatever its size (a second or more on two cores), and
+more per event than Arrow's kernels. The events of a batch read with COPY are on the driver
+already, so they are decoded there (cdc.pipeline.apply: small batches everywhere, every such
+batch on a local master):
+
+- events of one shape (their format's ``driver_shape``: the same names in the same order,
+  spelled as the trigger spells them) are matched by one regular expression over the Arrow
+  column and read column by column (json by Arrow's JSON reader, urlenc split at ``&``), up
+  to MAX_SHAPES shapes per table and batch;
+- the others, at most ONE_BY_ONE, one by one: their format's ``driver_op`` and
+  ``driver_map`` make the column -> text map;
+- ``cast_column`` makes each column of texts the values Spark's cast (decode.cast_text)
+  makes: one Arrow cast where every text is in a form that cast reads as Spark does, else
+  value by value (``cast``).
 
 Only where the answer is certainly Spark's. Anything else is undecided, and the whole table
 is decoded by Spark as before (which quarantines the bad events):
 
 - a bad event of any kind (unknown type, undecodable payload, a missing key, a column the
-  source lacks, a value that does not cast), and a TRUNCATE (the small path takes none);
+  source lacks, a value that does not cast), and a TRUNCATE (the driver's path takes none);
+- more than ONE_BY_ONE events of no shape (sql events, which sqlglot parses one by one);
 - a target column whose type differs from the source's (schema_drift's source_types);
 - a value in a form PostgreSQL does not write (``" 12"``, ``"1e5"`` for an integer,
   ``"yes"`` for a boolean), a date or timestamp outside years 1-9999 or BC, an offset with
@@ -19,7 +29,8 @@ is decoded by Spark as before (which quarantines the bad events):
   two floats: each would need Spark's own rules for the exact answer.
 
 tests/spark/test_driver_decode.py holds every answer equal to Spark's over the type sweep
-and hostile events.
+and hostile events; tests/unit/test_driver_shapes.py every shape's answer equal to the
+one-by-one decoder's.
 """
 
 from __future__ import annotations

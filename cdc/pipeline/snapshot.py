@@ -50,7 +50,6 @@ from cdc.pipeline.snapshot_job import (
     KILL_AT_ENV,
     PARTITIONS,
     Job,
-    driver_writes,
     failure_of,
     new_states,
     resumable,
@@ -59,6 +58,7 @@ from cdc.pipeline.snapshot_job import (
     store_of,
 )
 from cdc.progress import Progress
+from cdc.spark import is_local
 from cdc.targets import registry, snapshots
 from cdc.targets.snapshots import RUNNING
 
@@ -135,7 +135,7 @@ class Snapshot:
         self.progress = progress
         self.chunk_rows = chunk_rows
         self.jdbc_min_rows = JDBC_MIN_ROWS
-        self.driver_writes = driver_writes(spark)
+        self.on_driver = is_local(spark)
 
     def run(
         self, table: str, partitions: int = PARTITIONS, restart: bool = False
@@ -161,7 +161,7 @@ class Snapshot:
             )  # fmt: skip
         job = Job(self.pipeline, self.spark, targets, states, self.chunk_rows, partitions)
         job.jdbc_min_rows = self.jdbc_min_rows
-        job.driver_writes = self.driver_writes
+        job.on_driver = self.on_driver
         # one reporter for the whole run, counting from the rows a resumed run had copied:
         # what it shows never goes back (cdc.progress)
         progress = Progress(

@@ -31,7 +31,8 @@ from cdc.pg import pgtypes
 from cdc.pg import source as source_module
 from cdc.pipeline import chunks, driver_decode
 from cdc.pipeline.chunks import ChunkPlan
-from cdc.targets import delta_table, quarantine, registry, small_writes, snapshots
+from cdc.spark import is_local
+from cdc.targets import delta_table, driver_writes, quarantine, registry, snapshots
 from cdc.targets.mirror import Mirror
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
@@ -85,7 +86,7 @@ class Job:
         self.states = states
         self.chunk_rows, self.partitions = chunk_rows, partitions
         self.jdbc_min_rows = JDBC_MIN_ROWS
-        self.driver_writes = driver_writes(spark)
+        self.on_driver = is_local(spark)  # chunks cast and written on the driver
         self.estimate: int | None = None
         self.quarantined = 0
 
@@ -148,7 +149,7 @@ class Job:
     ) -> tuple[ChunkPlan, int]:
         """Reads the chunk after the key and writes it to every target: its plan, and the
         rows read."""
-        if self.driver_writes and self._on_driver(reader.columns):
+        if self.on_driver and self._on_driver(reader.columns):
             # COPY into Arrow, cast and appended on the driver where that is exact
             plan, data = reader.read_next_arrow(after, self.chunk_rows)
             written = self._write_on_driver(data, reader.columns)
@@ -168,7 +169,7 @@ class Job:
 
     def _on_driver(self, columns: list[pgtypes.Column]) -> bool:
         """Whether the chunk may be written from the driver: every target a local mirror
-        whose log delta-rs may write (cdc.targets.small_writes; an existing target, or one
+        whose log delta-rs may write (cdc.targets.driver_writes; an existing target, or one
         to be created, which Spark creates without deletion vectors)."""
         for target in self.targets:
             ref, kind = self.pipeline.table(target.target), registry.kind(target.mode)
@@ -176,7 +177,7 @@ class Job:
                 return False
             local = delta_table.LocalTable.open_local(ref)
             schema = kind.columns(columns)
-            if local is not None and not small_writes.writable(local, schema, columns, True):
+            if local is not None and not driver_writes.writable(local, schema, columns, True):
                 return False
         return True
 
@@ -247,12 +248,6 @@ class Job:
         log.warning(
             "%d row(s) of %s do not cast to their column types: quarantined", count, self.source
         )
-
-
-def driver_writes(spark: SparkSession) -> bool:
-    """Whether chunks may be cast and written on the driver: on a local master, where the
-    driver is the machine; on a cluster the executors read (JDBC) and write in parallel."""
-    return spark.sparkContext.master.startswith("local")
 
 
 def failure_of(exc: BaseException, pipeline: Pipeline) -> failures.Failure:

@@ -10,7 +10,7 @@ modification and runs the step again.
 Tables are created with column mapping by name (PostgreSQL column names may hold spaces and
 punctuation), and without deletion vectors unless the session's
 ``spark.databricks.delta.properties.defaults.enableDeletionVectors`` asks for them: a table
-without them takes small batches from the driver (cdc.targets.small_writes), and gets them
+without them takes small batches from the driver (cdc.targets.driver_writes), and gets them
 when it grows past that path's size (``enable_deletion_vectors``). On a local path, the
 table's existence, schema and properties are read from its log without a JVM (LocalTable).
 """
@@ -66,7 +66,7 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 MERGE_SOURCE = "cdc_batch_source"  # the view a MERGE reads its source from, as ``s``
 DELETION_VECTORS = "delta.enableDeletionVectors"
 CONFLICTS = (
-    "CommitFailedError",  # delta-rs (cdc.targets.small_writes)
+    "CommitFailedError",  # delta-rs (cdc.targets.driver_writes)
     "ConcurrentAppendException",
     "ConcurrentDeleteReadException",
     "ConcurrentDeleteDeleteException",
@@ -170,7 +170,7 @@ def ensure(
         # column mapping by name: PostgreSQL column names may hold spaces and punctuation
         builder = builder.property("delta.columnMapping.mode", "name")
         if local_path(ref) is None:
-            # no driver-side writes there (cdc.targets.small_writes): a MERGE that deletes
+            # no driver-side writes there (cdc.targets.driver_writes): a MERGE that deletes
             # or updates a few rows marks them instead of rewriting whole files
             builder = builder.property(DELETION_VECTORS, "true")
         builder.execute()

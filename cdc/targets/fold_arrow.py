@@ -1,5 +1,5 @@
-"""The fold (cdc.targets.fold) of a batch on the driver, over Arrow and numpy: the same rules,
-the same output columns, without a Spark job.
+"""The fold (cdc.targets.fold) of a batch decoded on the driver, over Arrow and numpy: the
+same rules, the same output columns, without a Spark job.
 
 The rows are sorted by key, transaction and ev_id, and every step is a reduction over
 contiguous runs of that order (numpy's ``reduceat``), so no Python code runs per event. Rows

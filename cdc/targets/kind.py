@@ -8,7 +8,7 @@ Its lifecycle, per target table:
   ``holds_rows`` whether rows that predate a column get its default and follow the key;
 - ``apply``: one batch's decoded rows (cdc.pipeline.decode), written in one commit marked
   with the batch's Commit, so that a rerun after a crash writes nothing twice;
-  ``apply_on_driver`` the same for a small batch decoded on the driver, where the kind can;
+  ``apply_on_driver`` the same for a batch decoded on the driver, where the kind can;
 - ``load``: the initial copy from a snapshot of the source (kinds that hold rows);
 - ``zorder_by_key``: whether maintenance (cdc.ops.maintain) orders the target's files by the
   source's first key column.
@@ -88,7 +88,7 @@ class TargetKind:
     def apply_on_driver(
         self, ref: TableRef, commit: Commit, events: pa.Table, columns: list[Column]
     ) -> bool:
-        """Writes a small batch's events decoded on the driver (cdc.pipeline.driver_decode:
+        """Writes a batch's events decoded on the driver (cdc.pipeline.driver_decode:
         the layout of TableBatch.rows, as Arrow) without Spark, as ``apply`` would, in one
         commit marked with commit; False when this kind or this target cannot (then
         ``apply`` writes them)."""

@@ -1,7 +1,7 @@
 """The mirror kind: the target holds the source table's rows, by key.
 
 A batch's events of the table are folded to one action per key (cdc.targets.fold) and
-MERGEd into the target (a small batch decoded on the driver: folded and MERGEd there,
+MERGEd into the target (a batch decoded on the driver: folded and MERGEd there,
 ``apply_on_driver``), with a literal range of the first key column that prunes files; a
 batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE.
 Both are one commit marked with the batch's Commit. A snapshot writes the source's rows
@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from cdc.pg.pgtypes import Column
 from cdc.pipeline.decode import meta, value
-from cdc.targets import delta_table, fold, fold_arrow, small_writes
+from cdc.targets import delta_table, driver_writes, fold, fold_arrow
 from cdc.targets.kind import TableBatch, TargetKind, add_time
 from cdc.targets.table import Commit, TableRef, quote
 
@@ -94,8 +94,9 @@ class Mirror(TargetKind):
         Caching it first, to time it apart, cost a second copy (1M-event backlog, warm:
         27.7-30.3 s against 22.8-23.2 s).
 
-        A small batch of a small local target is MERGEd from the driver instead
-        (cdc.targets.small_writes); a local target that outgrew that path gets deletion
+        A batch decoded on the driver, of a small local target, is MERGEd from the driver
+        instead
+        (cdc.targets.driver_writes); a local target that outgrew that path gets deletion
         vectors before its first Spark MERGE."""
         columns = batch.columns
         schema = self.ensure(spark, ref, columns)
@@ -106,7 +107,7 @@ class Mirror(TargetKind):
             local is not None
             and batch.small
             and batch.truncated_at is None
-            and small_writes.writable(local, schema, columns)
+            and driver_writes.writable(local, schema, columns)
         ):
             rows = folded.select(
                 *[F.col(value(i)).cast(t).alias(value(i)) for i, (_, t) in enumerate(schema)],
@@ -115,12 +116,12 @@ class Mirror(TargetKind):
                 "__reset",
             )
             arrow = rows.toArrow()
-            if small_writes.fits(arrow) and small_writes.try_merge(
+            if driver_writes.fits(arrow) and driver_writes.try_merge(
                 local, arrow, columns, schema, commit
             ):
                 add_time(batch.timings, "fold+merge", started)
                 return
-        if local is not None and small_writes.outgrown(local):
+        if local is not None and driver_writes.outgrown(local):
             delta_table.enable_deletion_vectors(spark, ref)
         if batch.truncated_at is not None:
             kept = folded.where(F.col("__action") == fold.UPSERT).select(
@@ -145,18 +146,18 @@ class Mirror(TargetKind):
         self, ref: TableRef, commit: Commit, events: pa.Table, columns: list[Column]
     ) -> bool:
         """The events folded on the driver (cdc.targets.fold_arrow: the fold's rules, no Spark
-        job) and MERGEd by delta-rs (cdc.targets.small_writes), where that path may write
+        job) and MERGEd by delta-rs (cdc.targets.driver_writes), where that path may write
         the target; False otherwise."""
         schema = self.columns(columns)
         local = delta_table.LocalTable.open_local(ref)
         if (
             local is None
-            or not small_writes.writable(local, schema, columns)
-            or not small_writes.fits(events)
+            or not driver_writes.writable(local, schema, columns)
+            or not driver_writes.fits(events)
         ):
             return False
         folded = fold_arrow.fold_rows(events, columns)
-        return small_writes.try_merge(local, folded, columns, schema, commit)
+        return driver_writes.try_merge(local, folded, columns, schema, commit)
 
     def upsert_on_driver(
         self, spark: SparkSession, ref: TableRef, rows: pa.Table, columns: list[Column]
@@ -168,17 +169,17 @@ class Mirror(TargetKind):
 
         schema = self.ensure(spark, ref, columns)
         local = delta_table.LocalTable.open_local(ref)
-        if local is None or not small_writes.writable(local, schema, columns, any_size=True):
+        if local is None or not driver_writes.writable(local, schema, columns, any_size=True):
             return False
-        if not small_writes.fits(rows):
+        if not driver_writes.fits(rows):
             return False
         first = next(c for c in columns if c.is_key)
         bounds = pc.min_max(rows.column(first.name))
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        if low is None or not small_writes.holds_none_between(local, first, low, high):
+        if low is None or not driver_writes.holds_none_between(local, first, low, high):
             return False
         # the caller holds the table's lock: no batch writes the range meanwhile
-        small_writes.append(local, rows, schema)
+        driver_writes.append(local, rows, schema)
         return True
 
     def load(

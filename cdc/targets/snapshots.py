@@ -31,7 +31,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from cdc.pg import pgtypes
-from cdc.targets import delta_table, small_writes
+from cdc.targets import delta_table, driver_writes
 from cdc.targets.table import TableRef, quote
 
 __all__ = ["COPIED", "DONE", "FAILED", "RUNNING", "SCHEMA", "Progress", "read", "read_local"]
@@ -158,14 +158,14 @@ def save(spark: SparkSession, ref: TableRef, states: list[Progress]) -> None:
         return
     delta_table.ensure(spark, ref, SCHEMA, [])
     local = delta_table.LocalTable.open_local(ref)
-    if local is not None and small_writes.writable(local, SCHEMA, [], any_size=True):
+    if local is not None and driver_writes.writable(local, SCHEMA, [], any_size=True):
         import pyarrow as pa
 
         schema = pa.schema([(n, pgtypes.arrow_type(t)) for n, t in SCHEMA])
         rows = pa.Table.from_pylist(
             [dict(zip(schema.names, s.row(), strict=True)) for s in states], schema
         )
-        write = partial(small_writes.append, local, rows, SCHEMA)
+        write = partial(driver_writes.append, local, rows, SCHEMA)
         delta_table.retry_conflicts(write, "snapshot progress")
         return
     schema = ", ".join(f"{quote(n)} {t}" for n, t in SCHEMA)

@@ -69,7 +69,7 @@ def test_snapshot_over_jdbc_with_writers_then_drain_equals_source(spark, tmp_pat
         pipe = drainkit.pipeline(dsn, str(tmp_path), CONF)
         loader = snapshot.Snapshot(pipe, spark, False, chunk_rows=ROWS // 2)
         loader.jdbc_min_rows = 0
-        loader.driver_writes = False  # as on a cluster: read by the executors
+        loader.on_driver = False  # as on a cluster: read by the executors
         with Writers(dsn, 1) as writers:
             result = loader.run("public.s", partitions=3)
             time.sleep(0.5)

@@ -1,4 +1,4 @@
-"""The pure parts of the driver's small-batch writes (cdc.targets.small_writes): which rows
+"""The pure parts of the driver's writes (cdc.targets.driver_writes): which rows
 delta-rs may take, and names quoted for its SQL."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from cdc.targets import small_writes
+from cdc.targets import driver_writes
 
 
 @pytest.mark.parametrize(
@@ -29,13 +29,13 @@ from cdc.targets import small_writes
     ],
 )
 def test_dates_and_timestamps_outside_years_1_to_9999_take_spark(column, fits):
-    assert small_writes.fits(pa.table({"c": column, "k": pa.array(range(len(column)))})) is fits
+    assert driver_writes.fits(pa.table({"c": column, "k": pa.array(range(len(column)))})) is fits
 
 
 def test_names_are_quoted_for_delta_rs_sql():
-    assert small_writes.ident("id") == '"id"'
-    assert small_writes.ident('we"ird col') == '"we""ird col"'
-    assert small_writes.ident("Mixed.Case") == '"Mixed.Case"'
+    assert driver_writes.ident("id") == '"id"'
+    assert driver_writes.ident('we"ird col') == '"we""ird col"'
+    assert driver_writes.ident("Mixed.Case") == '"Mixed.Case"'
 
 
 def test_a_legacy_protocol_counts_the_features_its_versions_imply(tmp_path):
@@ -48,4 +48,4 @@ def test_a_legacy_protocol_counts_the_features_its_versions_imply(tmp_path):
     table = delta_table.LocalTable.open_local(TableRef(str(tmp_path)))
     protocol = table.table.protocol()
     assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
-    assert small_writes.features(table) == {"appendOnly", "invariants"}
+    assert driver_writes.features(table) == {"appendOnly", "invariants"}

@@ -1,4 +1,4 @@
-"""Small batches written from the driver (cdc.targets.small_writes): which targets take the
+"""Batches written from the driver (cdc.targets.driver_writes): which targets take the
 path, that the rows are the source's, that a rerun of a committed batch writes nothing, and
 that a target with deletion vectors, or one that outgrew the path, is MERGEd by Spark."""
 
@@ -15,7 +15,7 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
-from cdc.targets import delta_table, small_writes
+from cdc.targets import delta_table, driver_writes
 from cdc.targets.table import Commit
 from tests.support import drainkit
 
@@ -100,9 +100,9 @@ def test_a_committed_batch_is_not_written_again(conn, spark, table_a):
     table = delta_table.LocalTable.open(ref)
     version = table.version()
     commit = Commit(txns[-1]["appId"], txns[-1]["version"])
-    assert small_writes.committed(table, commit)
-    assert not small_writes.committed(table, Commit(commit.app_id, commit.version + 1))
-    small_writes.merge(table, pa.table({}), [], [], commit)  # returns before any write
+    assert driver_writes.committed(table, commit)
+    assert not driver_writes.committed(table, Commit(commit.app_id, commit.version + 1))
+    driver_writes.merge(table, pa.table({}), [], [], commit)  # returns before any write
     assert delta_table.LocalTable.open(ref).version() == version
     assert _writer(info) == "delta-rs"
 
@@ -119,7 +119,7 @@ def test_deletion_vectors_and_outgrown_targets_take_spark(conn, spark, table_a, 
         assert _writer(_commits(Path(ref.location))[-1]) == "spark"
         _same(conn, spark, pipeline)
     # another target, without deletion vectors, past the path's size once it holds rows
-    monkeypatch.setattr(small_writes, "MAX_BYTES", 1)
+    monkeypatch.setattr(driver_writes, "MAX_BYTES", 1)
     other = drainkit.pipeline(
         pipeline.source.dsn, pipeline.target_path, [{"source": "public.a", "target": "b"}]
     )
@@ -131,3 +131,31 @@ def test_deletion_vectors_and_outgrown_targets_take_spark(conn, spark, table_a, 
     protocol = delta_table.LocalTable.open(other.table("b")).table.protocol()
     assert "deletionVectors" in (protocol.reader_features or ())
     assert _writer(_commits(Path(other.location("b")))[-1]) == "spark"
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local master", "cluster"])
+def test_a_large_batch_is_written_from_the_driver_on_a_local_master_only(
+    conn, spark, table_a, local
+):
+    # more events of the table than apply.SMALL_EVENTS, in the trigger's form and one hostile
+    # spelling (decoded one by one): on a local master the driver decodes and writes them, on
+    # a cluster Spark does; the target is the source's either way
+    pipeline = table_a
+    conn.execute(
+        "insert into a select g, 'v' || g, g / 3.0, array[g, null], '2024-01-01'::timestamptz"
+        " + g * interval '1 hour', '0044-03-15'::date + g from generate_series(1, 6000) g"
+    )
+    conn.execute("update a set v = v || ' é', n = -n where id % 3 = 0")
+    conn.execute("update a set id = id + 10000 where id % 7 = 0")  # key changes
+    conn.execute("delete from a where id % 5 = 0")
+    conn.execute("insert into a (id, v) values (99999, 'spaced')")  # and again, spelled otherwise:
+    conn.execute(
+        "select cdc.insert_event('q', %s, %s, 'public.a', null, null, null)",
+        ('{"op":"INSERT","table":["public","a"],"pkey":["id"]}', '{"v": "spaced", "id": 99999}'),
+    )
+    on_driver: list[set[str]] = []
+    with Drain(pipeline, spark) as drain:
+        drain.applier._local = local
+        drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
+    assert on_driver == [{"a"} if local else set()]
+    _same(conn, spark, pipeline)

@@ -1,13 +1,15 @@
-"""Small batches written from the driver: a table's folded rows MERGEd by delta-rs, without a
-Spark job for the write.
+"""Batches written from the driver: a table's folded rows MERGEd by delta-rs, without a
+Spark job.
 
 A Spark MERGE costs a dozen or more Spark jobs and seconds of planning and commit whatever
-its size (on two cores, 2.5-6 s for ten rows); a batch that touches many tables a few rows
-each paid that per table. The drain decodes and folds a small batch in Spark as always (the
-same decoders, checks and fold), collects the folded rows (one per key) to the driver as
-Arrow, and hands them to delta-rs' MERGE with the same clauses, in one commit marked with
-the batch's Commit as a Delta ``txn`` action: a rerun skips a target whose appId already
-holds the version, as Delta does for Spark's writes (``committed``).
+its size (on two cores, 2.5-6 s for ten rows), and more per row than delta-rs on the same
+cores. A batch decoded on the driver (cdc.pipeline.driver_decode: small batches, and every
+batch read with COPY on a local master) is folded there (cdc.targets.fold_arrow); a small
+batch that Spark decoded (the driver could not be sure) is folded by Spark and collected as
+Arrow (``Mirror.apply``). The folded rows (one per key) go to delta-rs' MERGE with the same
+clauses, in one commit marked
+with the batch's Commit as a Delta ``txn`` action: a rerun skips a target whose appId
+already holds the version, as Delta does for Spark's writes (``committed``).
 
 The path is taken only where delta-rs writes what Spark would, else the Spark MERGE is:
 
@@ -19,12 +21,11 @@ The path is taken only where delta-rs writes what Spark would, else the Spark ME
 - every column the batch writes is in the target under its exact name (Spark matches names
   without case, delta-rs does not), and no key is compared in a normalised form (numeric
   text, floats: their ON condition is Spark SQL);
-- the batch is small (cdc.pipeline.apply.SMALL_EVENTS), holds no TRUNCATE of the table,
-  and no date or timestamp outside years 1-9999 (``fits``: delta-rs' statistics overflow
-  on them).
+- the batch holds no TRUNCATE of the table, and no date or timestamp outside years 1-9999
+  (``fits``: delta-rs' statistics overflow on them).
 
-The rows keep Spark's types through Arrow (decimals, dates and timestamps as they are, the
-key columns never null), cast to the target's types before they leave Spark; delta-rs
+The rows have Spark's types in Arrow (the driver's decoder makes the values Spark's casts
+make: decimals, dates and timestamps as they are, the key columns never null); delta-rs
 refuses a source type that differs from the target's (``error_on_type_mismatch``): the
 write fails, loudly, instead of casting.
 """
