@@ -449,6 +449,30 @@ class LocalTable:
         sizes = pa.table(self._table.get_add_actions(flatten=True)).column("size_bytes")
         return int(pc.sum(sizes).as_py() or 0)
 
+    def bytes_between(self, column: str, low: object, high: object) -> int:
+        """Bytes of its live files that may hold a row whose column lies between low and
+        high: those whose statistics (min, max) overlap that range, and those without
+        statistics for the column."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        actions = pa.table(self._table.get_add_actions(flatten=True))
+        sizes = actions.column("size_bytes")
+        field = next((f for f in self._table.schema().fields if f.name == column), None)
+        if field is None:
+            return int(pc.sum(sizes).as_py() or 0)
+        physical = (field.metadata or {}).get("delta.columnMapping.physicalName", column)
+        least, most = f"min.{physical}", f"max.{physical}"
+        if least not in actions.column_names or most not in actions.column_names:
+            return int(pc.sum(sizes).as_py() or 0)
+        kind = actions.column(least).type
+        outside = pc.or_(
+            pc.less(actions.column(most), pa.scalar(low, kind)),
+            pc.greater(actions.column(least), pa.scalar(high, kind)),
+        )
+        touched = pc.invert(pc.fill_null(outside, False))
+        return int(pc.sum(sizes.filter(touched)).as_py() or 0)
+
     def rows(self) -> int:
         """Its live rows: each file's record count from the log less the rows its deletion
         vector removes (delta-rs' ``count()`` counts those too); a count over the table when

@@ -16,8 +16,11 @@ The path is taken only where delta-rs writes what Spark would, else the Spark ME
 - the target is on a local path, its protocol has only features delta-rs writes correctly
   (``WRITABLE_FEATURES``; never deletion vectors: delta-rs 1.6 neither reads nor refuses
   them, and would bring back the rows they delete);
-- it is at most ``MAX_BYTES`` (a MERGE without deletion vectors rewrites the files it
-  touches; a larger target gets deletion vectors and Spark, ``Mirror.apply``);
+- the files the MERGE may rewrite hold at most ``MAX_BYTES`` (a MERGE without deletion
+  vectors rewrites the files it touches): with an integer or date first key, the files whose
+  statistics overlap the batch's first-key range (``bytes_touched``; the MERGE is given the
+  range, so it reads no other), else every file. Beyond, the target gets deletion vectors
+  and Spark (``Mirror.apply``);
 - every column the batch writes is in the target under its exact name (Spark matches names
   without case, delta-rs does not), and no key is compared in a normalised form (numeric
   text, floats: their ON condition is Spark SQL);
@@ -98,14 +101,50 @@ def writable(
     schema: list[tuple[str, str]],
     columns: list[Column],
     any_size: bool = False,
+    rows: pa.Table | None = None,
 ) -> bool:
     """Whether the driver may write this batch's rows to the target (its local table), or
     the Spark MERGE must (see the module docstring). any_size: an append (a snapshot's
-    chunk), which rewrites no file, to a target of any size."""
+    chunk), which rewrites no file, to a target of any size. rows: the batch's folded or
+    decoded rows (value(i) columns), whose first-key range says which files the MERGE may
+    rewrite (``bytes_touched``); without them, every file."""
     if any(fold.restates_key(c) for c in columns) or not features(table) <= WRITABLE_FEATURES:
         return False
     names = {f.name for f in table.schema().fields}
-    return all(name in names for name, _ in schema) and (any_size or table.size() <= MAX_BYTES)
+    if not all(name in names for name, _ in schema):
+        return False
+    return any_size or bytes_touched(table, columns, rows) <= MAX_BYTES
+
+
+# first-key types whose file statistics are exact (a string's may be cut short)
+RANGED_TYPES = ("short", "int", "long", "date")
+
+
+def key_range(rows: pa.Table, columns: list[Column]) -> tuple[object, object] | None:
+    """The lowest and highest first-key value of rows (value(i) columns), when its type is
+    one of RANGED_TYPES and the rows have one."""
+    import pyarrow.compute as pc
+
+    first = next((i for i, c in enumerate(columns) if c.is_key), None)
+    if first is None or columns[first].spark_type not in RANGED_TYPES or not rows.num_rows:
+        return None
+    bounds = pc.min_max(rows.column(value(first)))
+    return bounds["min"].as_py(), bounds["max"].as_py()
+
+
+def bytes_touched(
+    table: delta_table.LocalTable, columns: list[Column], rows: pa.Table | None
+) -> int:
+    """Bytes of the target's files that a MERGE of rows may rewrite: those whose first-key
+    statistics overlap the rows' first-key range (delta-rs rewrites only files with a
+    matched row, and ``merge`` gives it the range); every file when the range is unknown.
+    So a batch of recent keys into a large table ordered by key rewrites a file or two, and
+    the cost follows the batch, not the table."""
+    found = None if rows is None else key_range(rows, columns)
+    if found is None:
+        return table.size()
+    first = next(c for c in columns if c.is_key)
+    return table.bytes_between(first.name, *found)
 
 
 def _literal(value: object, spark_type: str) -> str | None:
@@ -206,6 +245,12 @@ def merge(
     on = " and ".join(
         f"t.{ident(c.name)} = s.{value(i)}" for i, c in enumerate(columns) if c.is_key
     )
+    found = key_range(folded, columns)
+    if found is not None:  # files outside the batch's keys are not even read
+        first = next(c for c in columns if c.is_key)
+        low, high = (_literal(bound, first.spark_type) for bound in found)
+        if low is not None and high is not None:
+            on += f" and t.{ident(first.name)} between {low} and {high}"
     sets = {
         ident(c.name): (
             f"case when s.__reset or s.__has{i} then s.{value(i)} else t.{ident(c.name)} end"

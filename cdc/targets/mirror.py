@@ -152,7 +152,7 @@ class Mirror(TargetKind):
         local = delta_table.LocalTable.open_local(ref)
         if (
             local is None
-            or not driver_writes.writable(local, schema, columns)
+            or not driver_writes.writable(local, schema, columns, rows=events)
             or not driver_writes.fits(events)
         ):
             return False

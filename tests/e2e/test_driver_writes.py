@@ -159,3 +159,29 @@ def test_a_large_batch_is_written_from_the_driver_on_a_local_master_only(
         drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
     assert on_driver == [{"a"} if local else set()]
     _same(conn, spark, pipeline)
+
+
+def test_a_target_larger_than_the_path_takes_batches_of_few_files(
+    conn, spark, table_a, monkeypatch
+):
+    # three files of 1,000 keys each (one batch each); the driver may rewrite at most about
+    # one and a half of them: a batch of recent keys touches one file and is written by
+    # delta-rs, a batch of keys spread over every file by Spark
+    pipeline = table_a
+    with Drain(pipeline, spark) as drain:
+        for first in (1, 1001, 2001):
+            conn.execute(
+                "insert into a select g, 'v' || g, g / 3.0, array[g], null, null"
+                " from generate_series(%s::int, %s::int) g",
+                (first, first + 999),
+            )
+            drain.run()
+        local = delta_table.LocalTable.open_local(pipeline.table("a"))
+        monkeypatch.setattr(driver_writes, "MAX_BYTES", local.size() // 2)
+        conn.execute("update a set v = 'recent' where id > 2990")
+        drain.run()
+        assert _writer(_commits(Path(pipeline.location("a")))[-1]) == "delta-rs"
+        conn.execute("update a set v = 'spread' where id % 100 = 0")
+        drain.run()
+        assert _writer(_commits(Path(pipeline.location("a")))[-1]) == "spark"
+    _same(conn, spark, pipeline)

@@ -8,7 +8,10 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from cdc.targets import driver_writes
+from cdc.pg.pgtypes import Column
+from cdc.pipeline.decode import value
+from cdc.targets import delta_table, driver_writes, fold
+from cdc.targets.table import Commit, TableRef
 
 
 @pytest.mark.parametrize(
@@ -41,11 +44,55 @@ def test_names_are_quoted_for_delta_rs_sql():
 def test_a_legacy_protocol_counts_the_features_its_versions_imply(tmp_path):
     from deltalake import write_deltalake
 
-    from cdc.targets import delta_table
-    from cdc.targets.table import TableRef
-
     write_deltalake(str(tmp_path), pa.table({"id": pa.array([1], pa.int64())}))
     table = delta_table.LocalTable.open_local(TableRef(str(tmp_path)))
     protocol = table.table.protocol()
     assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
     assert driver_writes.features(table) == {"appendOnly", "invariants"}
+
+
+def _files_of_ten_rows(path: str, files: int) -> delta_table.LocalTable:
+    from deltalake import write_deltalake
+
+    for k in range(files):
+        ids = pa.array(range(k * 10, k * 10 + 10), pa.int64())
+        write_deltalake(path, pa.table({"id": ids, "v": pa.array(["x" * 100] * 10)}), mode="append")
+    return delta_table.LocalTable.open_local(TableRef(path))
+
+
+def test_a_merge_of_recent_keys_touches_only_their_files(tmp_path):
+    table = _files_of_ten_rows(str(tmp_path), 5)  # ids 0-49, ten per file
+    actions = pa.table(table.table.get_add_actions(flatten=True)).to_pylist()
+    size = {row["min.id"]: row["size_bytes"] for row in actions}  # by the file's first id
+    assert table.bytes_between("id", 42, 45) == size[40]
+    assert table.bytes_between("id", 9, 10) == size[0] + size[10]
+    assert table.bytes_between("id", 100, 200) == 0
+    assert table.bytes_between("nosuch", 1, 2) == table.size()
+    columns = [Column("id", "bigint", "long", True), Column("v", "text", "string", False)]
+    rows = pa.table({value(0): pa.array([41, 47], pa.int64()), value(1): ["a", "b"]})
+    assert driver_writes.bytes_touched(table, columns, rows) == size[40]
+    assert driver_writes.bytes_touched(table, columns, None) == table.size()
+    text_key = [Column("id", "text", "string", True)]  # statistics of texts may be cut short
+    assert driver_writes.key_range(pa.table({value(0): ["a"]}), text_key) is None
+
+
+def test_a_merge_with_the_key_range_rewrites_one_file(tmp_path):
+    table = _files_of_ten_rows(str(tmp_path), 5)
+    columns = [Column("id", "bigint", "long", True), Column("v", "text", "string", False)]
+    folded = pa.table(
+        {
+            value(0): pa.array([43, 50], pa.int64()),
+            value(1): ["new", "inserted"],
+            "__has1": [True, True],
+            "__action": [fold.UPSERT, fold.UPSERT],
+            "__reset": [False, True],
+        }
+    )
+    commit = Commit("q/c/t", 7)
+    driver_writes.merge(table, folded, columns, [("id", "long"), ("v", "string")], commit)
+    table = delta_table.LocalTable.open_local(TableRef(str(tmp_path)))
+    rows = table.query("t", "select id, v from t where id in (43, 50) order by id")
+    assert table.committed("q/c/t") == 7
+    log = (tmp_path / "_delta_log" / f"{table.version():020d}.json").read_text()
+    assert log.count('"remove"') == 1  # the one file holding key 43
+    assert rows == [{"id": 43, "v": "new"}, {"id": 50, "v": "inserted"}]
