@@ -22,7 +22,9 @@ folder. Three measures:
    commits ``--rate`` events/s (one transaction every 0.1 s) for ``--freshness-seconds``. A
    poller reads the Delta table with delta-rs every 0.1 s; the latency of a row is the time
    it first appears minus the time its commit returned. Shown: p50, p99, max.
-3. **Scale.** Delta targets of ``--scale-rows`` rows (written by Spark, ordered by key), and
+3. **Scale.** Delta targets of ``--scale-rows`` rows (written by Spark in key order: a file
+   per million keys, each holding a range of them, as a drain's appends of new keys or
+   ``cdc maintain``'s ordering leave a table), and
    one batch of ``--scale-batch`` updates of keys in a recent range: the apply time of that
    batch per target size, and the ratio largest/smallest (1 means the cost follows the batch,
    not the table).
@@ -269,9 +271,9 @@ def scale(admin_dsn: str, spark: Any, root: Path, sizes: list[int], batch: int) 
             "cast(id * 1.25 as decimal(12,2)) as c",
             "timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) as d",
             "id % 2 = 0 as e",
-        ).repartition(max(1, size // 1_000_000)).sortWithinPartitions("id").write.format(
-            "delta"
-        ).mode("append").save(str(target))
+        ).repartitionByRange(max(1, size // 1_000_000), "id").sortWithinPartitions(
+            "id"
+        ).write.format("delta").mode("append").save(str(target))
         low = size - batch + 1
         with psycopg.connect(dsn, autocommit=True) as conn:
             # the source holds the recent rows; inserting them is a first, unmeasured batch
