@@ -152,9 +152,9 @@ def _read(pattern: str, names: tuple[str, ...], ev_data: pa.Array | pa.ChunkedAr
                     pa.int64() if isinstance(found, int) else pa.string()
                 )  # fmt: skip
     schema = pa.schema([(name, kinds.get(name, pa.string())) for name in names])
-    lines = _lines(ev_data)
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     try:
+        lines = _lines(ev_data)
         table = pj.read_json(
             pa.BufferReader(lines),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(len(lines), 1)),

@@ -333,6 +333,9 @@ def decode(raw: pa.Table, columns: list[Column], drift: Drift | None = None) -> 
     except Undecided as why:
         log.debug("decoded by Spark: %s", why)
         return None
+    except pa.ArrowException as exc:  # a capacity limit (a column past 2 GB), say
+        log.warning("decoded by Spark: Arrow could not decode on the driver: %s", exc)
+        return None
 
 
 def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Table:
