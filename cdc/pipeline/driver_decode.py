@@ -371,8 +371,8 @@ def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Tab
             alone[row] = True
             continue
         chosen = pa.array(same)
-        parts.append(_decode_shape(raw.filter(chosen), ops.filter(chosen), fmt, shape, columns,
-                                   drift))  # fmt: skip
+        part = raw.filter(chosen)
+        parts.append(_decode_shape(part, ops.filter(chosen), fmt, shape, columns, drift))
         todo &= ~same
     if todo.any():
         if todo.sum() > ONE_BY_ONE:
