@@ -135,7 +135,9 @@ def driver_shape(ev_data: str) -> Shape | None:
     return Shape(pattern, names, partial(_read, pattern, names))
 
 
-def _read(pattern: str, names: tuple[str, ...], ev_data: pa.Array | pa.ChunkedArray) -> list:
+def _read(
+    pattern: str, names: tuple[str, ...], ev_data: pa.Array | pa.ChunkedArray
+) -> list[pa.Array]:
     """Shape.read: the objects, one per line, read by Arrow's JSON reader into a column per
     name, each of the JSON type its first values in the first SAMPLE events have (strings
     when they are all null); integers and booleans then written as text as the JSON has
@@ -148,9 +150,7 @@ def _read(pattern: str, names: tuple[str, ...], ev_data: pa.Array | pa.ChunkedAr
     for text in ev_data[:SAMPLE].to_pylist():
         for name, found in json.loads(text).items():
             if found is not None and name not in kinds:
-                kinds[name] = pa.bool_() if isinstance(found, bool) else (
-                    pa.int64() if isinstance(found, int) else pa.string()
-                )  # fmt: skip
+                kinds[name] = _arrow_type(found)
     schema = pa.schema([(name, kinds.get(name, pa.string())) for name in names])
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     try:
@@ -163,6 +163,15 @@ def _read(pattern: str, names: tuple[str, ...], ev_data: pa.Array | pa.ChunkedAr
     except (pa.ArrowInvalid, OverflowError):
         return captured(ev_data, pattern, len(names), texts)
     return [table.column(name).combine_chunks().cast(pa.string()) for name in names]
+
+
+def _arrow_type(found: object) -> pa.DataType:
+    """The Arrow type Arrow's JSON reader reads a value like this one into."""
+    import pyarrow as pa
+
+    if isinstance(found, bool):
+        return pa.bool_()
+    return pa.int64() if isinstance(found, int) else pa.string()
 
 
 def _lines(ev_data: pa.Array | pa.ChunkedArray) -> pa.Buffer:
