@@ -379,14 +379,14 @@ class BatchApplier:
         (the kind's apply_on_driver) without Spark; False when either cannot: then Spark
         decodes and writes it."""
         raw = part.events.arrow.get(part.table.source)
-        if raw is None:
+        kind = registry.kind(part.table.mode)
+        if raw is None or not kind.writes_on_driver:  # not decoded for nothing
             return False
         started = time.monotonic()
         rows = driver_decode.decode(raw, part.columns, part.drift)
         started = add_time(part.out.timings, "decode", started)
         if rows is None:
             return False
-        kind = registry.kind(part.table.mode)
         write = partial(kind.apply_on_driver, part.ref, part.commit, rows, part.columns)
         # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
         done = delta_table.retry_conflicts(write, f"table {part.table.target}")

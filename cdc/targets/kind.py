@@ -57,6 +57,8 @@ class TargetKind:
     """A target kind; the registry makes one per mode (see the module docstring)."""
 
     zorder_by_key = False  # maintenance orders the files by the first key column
+    # apply_on_driver may write (else the drain does not decode on the driver for this kind)
+    writes_on_driver = False
 
     def __init__(self, mode: Mode) -> None:
         self.mode = mode

@@ -80,6 +80,7 @@ class Mirror(TargetKind):
     """The source's rows by key (see the module docstring)."""
 
     zorder_by_key = True  # the column of the MERGE's pruning range
+    writes_on_driver = True  # apply_on_driver: the fold and delta-rs' MERGE
 
     def key(self, columns: list[Column]) -> list[str]:
         return [c.name for c in columns if c.is_key]

@@ -14,7 +14,7 @@ from cdc.errors import ConfigError
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
-from cdc.pipeline import compare
+from cdc.pipeline import compare, driver_decode
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table, failing
 from tests.support import drainkit
@@ -229,6 +229,22 @@ def test_history_has_one_row_per_event_even_when_a_batch_is_redone(small, dsn, s
     assert [tuple(r) for r in spark.read.format("delta").load(str(tmp_path / "a")).collect()] == [
         (1, "z", 1, None)
     ]
+
+
+def test_a_history_target_is_not_decoded_on_the_driver_for_nothing(
+    small, dsn, spark, tmp_path, monkeypatch
+):
+    """A kind that cannot write from the driver (history appends with Spark) has its events
+    decoded by Spark only: the driver's decode would be thrown away."""
+    calls = []
+    decode = driver_decode.decode
+    monkeypatch.setattr(driver_decode, "decode", lambda *a: calls.append(1) or decode(*a))
+    small.execute("insert into a values (1, 'x', 1, null)")
+    history = [{"source": "public.a", "target": "a_history", "mode": "history"}]
+    with Drain(drainkit.pipeline(dsn, str(tmp_path), history), spark) as drain:
+        drain.run()
+    assert calls == []
+    assert spark.read.format("delta").load(str(tmp_path / "a_history")).count() == 1
 
 
 def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):
