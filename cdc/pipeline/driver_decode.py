@@ -383,7 +383,7 @@ def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Tab
     return pa.concat_tables(parts).sort_by(meta("ev_id"))
 
 
-def _ops(ev_types: pa.ChunkedArray) -> tuple[Any, pa.Array]:
+def _ops(ev_types: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Per event, the position of its format in formats.FORMATS (a numpy array) and its op;
     Undecided when an event has no driver-side decoder, or is a TRUNCATE."""
     distinct = pc.unique(ev_types)
@@ -403,9 +403,10 @@ def _decode_shape(
     drift: Drift | None,
 ) -> pa.Table:
     """Events whose ev_data all match shape.pattern, decoded column by column."""
+    n = raw.num_rows
     texts = dict(zip(shape.names, shape.read(raw.column("ev_data")), strict=True))
-    everywhere = pa.scalar(True)
-    present_in: dict[str, pa.Array | pa.Scalar] = dict.fromkeys(texts, everywhere)
+    nowhere = pa.array(np.zeros(n, dtype=bool))
+    present_in = dict.fromkeys(texts, pa.array(np.ones(n, dtype=bool)))
     filled = pc.equal(ops, "I")
     if fmt.full_row:
         filled = pc.or_(filled, pc.equal(ops, "U"))
@@ -417,7 +418,6 @@ def _decode_shape(
     for c in columns:
         if c.is_key and (c.name not in texts or texts[c.name].null_count):
             raise Undecided("an event without a value for a key column")
-    n = raw.num_rows
     out: dict[str, pa.Array | pa.ChunkedArray] = {
         meta("op"): ops,
         meta("ev_id"): raw.column("ev_id"),
@@ -429,10 +429,7 @@ def _decode_shape(
             cast_column(texts[c.name], c.spark_type) if c.name in texts else pa.nulls(n, kind)
         )
     for i, c in enumerate(columns):
-        where = present_in.get(c.name, pa.scalar(False))
-        out[present(i)] = (
-            pa.array(np.full(n, where.as_py())) if isinstance(where, pa.Scalar) else where
-        )
+        out[present(i)] = present_in.get(c.name, nowhere)
     return pa.table(out)
 
 

@@ -95,8 +95,8 @@ class Mirror(TargetKind):
         Caching it first, to time it apart, cost a second copy (1M-event backlog, warm:
         27.7-30.3 s against 22.8-23.2 s).
 
-        A batch decoded on the driver, of a small local target, is MERGEd from the driver
-        instead
+        A small batch (Spark decoded it: the driver could not be sure) of a local target
+        that delta-rs may write is folded here, collected and MERGEd from the driver instead
         (cdc.targets.driver_writes); a local target that outgrew that path gets deletion
         vectors before its first Spark MERGE."""
         columns = batch.columns

@@ -151,7 +151,7 @@ def test_shapes_decode_as_one_by_one(batch, fill):
         assert got.to_pylist() == expected.to_pylist()
 
 
-def _shapes_used(raw: pa.Table) -> int:
+def _shapes_used(raw: pa.Table, monkeypatch: pytest.MonkeyPatch) -> int:
     """How many events decode by shape: the batch without its one-by-one decoder."""
     calls = []
     original = driver_decode._decode_each
@@ -160,16 +160,14 @@ def _shapes_used(raw: pa.Table) -> int:
         calls.append(part.num_rows)
         return original(part, *args)
 
-    driver_decode._decode_each = counting
-    try:
+    with monkeypatch.context() as patched:
+        patched.setattr(driver_decode, "_decode_each", counting)
         assert driver_decode.decode(raw, COLUMNS) is not None
-    finally:
-        driver_decode._decode_each = original
     return raw.num_rows - sum(calls)
 
 
 @pytest.mark.parametrize("fmt", ["json", "urlenc"])
-def test_rows_as_the_trigger_writes_them_decode_by_shape(fmt):
+def test_rows_as_the_trigger_writes_them_decode_by_shape(fmt, monkeypatch):
     rows = [{"id": i, "s": f"r {i} é", "n": i, "b": i % 2 == 0, "d": None} for i in range(50)]
     rows += [{"id": 50, "s": None, "n": None, "b": None, "d": "2024-01-01"}]
     if fmt == "json":
@@ -177,7 +175,7 @@ def test_rows_as_the_trigger_writes_them_decode_by_shape(fmt):
     else:
         events = [("I:id", _urlenc_row(r)) for r in rows]
     raw = _raw(events)
-    assert _shapes_used(raw) == len(rows)
+    assert _shapes_used(raw, monkeypatch) == len(rows)
     assert driver_decode.decode(raw, COLUMNS).to_pylist() == _one_by_one(raw, None).to_pylist()
 
 
