@@ -22,6 +22,10 @@ Every variant has its own identical 8-column table
 - ``row <fmt>``: ours, ``capture.attach(..., CaptureOptions(format=fmt, mode='row'))``;
 - ``stmt <fmt>``: ours, ``mode='statement'``. Until statement mode exists, attach refuses it
   (ConfigError mentioning 'statement') and these cells are reported as n/a.
+- ``rowlim json``: ours, row mode, into a queue with a ``per_tx_limit`` that no statement
+  reaches: its generated function asks ``cdc._cap_admit`` for every event (the restricted
+  path); on a queue without ``disable_insert`` and ``per_tx_limit`` the functions do not look
+  at the queue's settings at all.
 
 Measures, each taken ``--reps`` times with the variants' order rotating; the median is shown:
 
@@ -81,6 +85,9 @@ from cdc.pg.capture import CaptureOptions
 
 DB = "bench_trig"
 QUEUE = "bench"
+# a second cdc queue with a per_tx_limit no statement reaches: its capture functions take the
+# restricted path (cdc._cap_admit for every event), which the rowlim variant measures
+LIMITED_QUEUE = "bench_limited"
 FORMATS = ("json", "urlenc", "sql")
 PGQ_FUNC = {"json": "jsontriga", "urlenc": "logutriga", "sql": "sqltriga"}
 BULK = ("insert", "update", "delete")
@@ -111,8 +118,16 @@ QUICK = Sizes(rows=20_000, pgbench_rows=10_000, pgbench_seconds=3)
 @dataclass(frozen=True)
 class Variant:
     key: str  # "none", "pgq_json", "row_json", "stmt_json", ...
-    kind: str  # "none", "pgq", "row", "stmt"
+    kind: str  # "none", "pgq", "row", "stmt", "rowlim"
     fmt: str | None
+
+    @property
+    def ours(self) -> bool:
+        return self.kind in ("row", "stmt", "rowlim")
+
+    @property
+    def one_event_per_row(self) -> bool:
+        return self.kind in ("pgq", "row", "rowlim")
 
     @property
     def table(self) -> str:
@@ -122,6 +137,8 @@ class Variant:
     def label(self) -> str:
         if self.kind == "none":
             return "no trigger"
+        if self.kind == "rowlim":
+            return f"ours row {self.fmt}, per_tx_limit"
         names = {"pgq": "PgQ C", "row": "ours row", "stmt": "ours statement"}
         return f"{names[self.kind]} {self.fmt}"
 
@@ -129,6 +146,7 @@ class Variant:
 VARIANTS = (
     Variant("none", "none", None),
     *(Variant(f"{kind}_{fmt}", kind, fmt) for kind in ("pgq", "row", "stmt") for fmt in FORMATS),
+    Variant("rowlim_json", "rowlim", "json"),
 )
 
 
@@ -178,6 +196,8 @@ def setup(admin_dsn: str) -> tuple[str, psycopg.Connection, dict[str, str]]:
     install.install(dsn)
     conn.execute("select pgq.create_queue(%s)", (QUEUE,))
     conn.execute("select cdc.create_queue(%s)", (QUEUE,))
+    conn.execute("select cdc.create_queue(%s)", (LIMITED_QUEUE,))
+    conn.execute("select cdc.set_queue_config(%s, 'per_tx_limit', '2147483647')", (LIMITED_QUEUE,))
     conn.execute(
         sql.SQL("create sequence {} start {}").format(
             sql.Identifier(ID_SEQ), sql.Literal(NEW_IDS_FROM)
@@ -201,10 +221,11 @@ def setup(admin_dsn: str) -> tuple[str, psycopg.Connection, dict[str, str]]:
                     sql.Literal(QUEUE),
                 )
             )
-        elif v.kind in ("row", "stmt"):
-            mode = "row" if v.kind == "row" else "statement"
+        elif v.ours:
+            mode = "statement" if v.kind == "stmt" else "row"
+            queue = LIMITED_QUEUE if v.kind == "rowlim" else QUEUE
             try:
-                opts = CaptureOptions(queue=QUEUE, format=v.fmt, mode=mode)  # type: ignore[arg-type]
+                opts = CaptureOptions(queue=queue, format=v.fmt, mode=mode)  # type: ignore[arg-type]
                 capture.attach(conn, f"public.{v.table}", opts)
             except errors.ConfigError as exc:
                 if "statement" not in str(exc):
@@ -276,7 +297,7 @@ def run_bulk(
             cell.cpu_seconds.append((cpu1 - cpu0) / 1e9)
         n = count_events(conn, pgq_events, v)
         cell.events.append(n)
-        if v.kind in ("pgq", "row") and n != rows:
+        if v.one_event_per_row and n != rows:
             raise BenchError(f"{v.label}: {measure}: {n} events, expected {rows}")
         progress(f"  {measure:7} {v.label:22} {seconds:7.3f}s  ({n:,} events)")
     clear_events(conn, pgq_events)
@@ -370,7 +391,7 @@ def run_pgbench(
         cell.cpu_us_per_tx.append((cpu1 - cpu0) / ntx * 1e6)
     n = count_events(conn, pgq_events, v)
     cell.events.append(n)
-    if v.kind in ("pgq", "row") and n != ntx:
+    if v.one_event_per_row and n != ntx:
         raise BenchError(f"{v.label}: pgbench: {n} events for {ntx} transactions")
     clear_events(conn, pgq_events)
     progress(f"  pgbench {v.label:22} {tps:9.1f} tps  ({ntx:,} tx)")
@@ -389,14 +410,14 @@ def ratios(results: Results, measure: str, v: Variant) -> tuple[float | None, fl
         return None, None
     vs_none = mine / base if base else None
     vs_pgq = None
-    if v.kind in ("row", "stmt"):
+    if v.ours:
         pgq = cells[f"pgq_{v.fmt}"].time()
         vs_pgq = mine / pgq if pgq else None
     return vs_none, vs_pgq
 
 
 def cpu_vs_pgq(results: Results, measure: str, v: Variant) -> float | None:
-    if v.kind not in ("row", "stmt"):
+    if not v.ours:
         return None
     mine, pgq = results[measure][v.key].cpu(), results[measure][f"pgq_{v.fmt}"].cpu()
     return mine / pgq if mine and pgq else None

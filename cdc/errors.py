@@ -181,6 +181,17 @@ class ExpressionRefused(QueueError):
     )
 
 
+class UnknownMagicColumn(QueueError):
+    """The table has a column named like PgQ's magic columns (``_pgq_ev_`` then a suffix)
+    that is not one of them."""
+
+    sqlstate = "QC027"
+    when = (
+        "capturing a table with a column `_pgq_ev_<x>` that is not `_pgq_ev_type`, "
+        "`_pgq_ev_data` or `_pgq_ev_extra1..4`"
+    )
+
+
 class InvalidExpression(ConfigError):
     """A --when / --extra / --ev-type expression failed its checks."""
 

@@ -214,8 +214,13 @@ class Batch:
         )
 
     def finish(self) -> None:
-        """Close the batch: the consumer moves past it."""
-        self.engine.call(self.conn, "finish_batch", batch_id=self.batch_id)
+        """Close the batch: the consumer moves past it. BatchNotFound when it was not open
+        (the SQL function, as PgQ's, only warns and returns 0)."""
+        if not self.engine.call(self.conn, "finish_batch", batch_id=self.batch_id):
+            raise errors.BatchNotFound(
+                f"batch {self.batch_id} is not open: it was finished already, or never existed;"
+                " take a new batch"
+            )
 
 
 def jdbc_slices(info: BatchInfo, parts: int) -> list[tuple[int | None, int | None]]:

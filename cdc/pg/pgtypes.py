@@ -67,6 +67,9 @@ _SCALAR = {
 
 # element types whose array literal separates elements with ';' (pg_type.typdelim)
 SEMICOLON_DELIMITED = frozenset({"box"})
+# PgQ's magic columns (_pgq_ev_type, _pgq_ev_data, _pgq_ev_extra1..4): they give fields of the
+# event and are never in its payload, with PgQ's triggers and ours alike (docs/event-format.md)
+MAGIC_COLUMN_PREFIX = "_pgq_ev_"
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,9 @@ def keyed_columns(
     the primary key; without one, the pkey= columns it is captured with into queue (cdc
     attach --pkey), provided they are NOT NULL and unique (a unique index within them).
 
-    Columns its capture into queue ignores (cdc attach --ignore) are left out: they are
-    neither copied, nor compared, nor created in Delta. registry_required: ConfigError when
+    Columns its capture into queue ignores (cdc attach --ignore), and PgQ's magic columns
+    (``_pgq_ev_*``, never in an event), are left out: they are neither copied, nor compared,
+    nor created in Delta. registry_required: ConfigError when
     this role cannot read the capture registry (snapshot and verify, which would otherwise
     copy or compare ignored columns); without it such a role gets every column."""
     cols = columns(conn, schema, table)
@@ -146,7 +150,7 @@ def keyed_columns(
         raise ConfigError(f"source table {schema}.{table} does not exist in the source database")
     options = capture_options(conn, schema, table, queue, registry_required) if queue else None
     ignored = set((options or {}).get("ignore") or ())
-    cols = [c for c in cols if c.name not in ignored]
+    cols = [c for c in cols if c.name not in ignored and not c.name.startswith(MAGIC_COLUMN_PREFIX)]
     if any(c.is_key for c in cols):
         return cols
     pkey = list((options or {}).get("pkey") or ()) or None

@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from cdc import errors
 from cdc.pg import capture, install
 from cdc.pg.capture import CaptureOptions
 from tests.support.databases import create_database, drop_database
@@ -267,9 +268,9 @@ class OptionSet:
     pgq_args: tuple[str, ...] = ()
     ours: dict[str, Any] = field(default_factory=dict)
     frozen: tuple[str, ...] = ()  # columns the DML must neither change nor set to NULL
-    truncate_args: tuple[str, ...] = ()  # PgQ rejects most options on a truncate trigger
-    # PgQ cannot give a truncate trigger a custom pkey (it raises), so there is no reference
-    truncate: bool = True
+    # PgQ rejects most options on a truncate trigger, pkey= included: its TRUNCATE event
+    # names the table's primary key whatever the row trigger's pkey=, and so does ours
+    truncate_args: tuple[str, ...] = ()
 
     def options(self, fmt: str) -> CaptureOptions:
         return CaptureOptions(queue="q", format=fmt, **self.ours)  # type: ignore[arg-type]
@@ -291,7 +292,6 @@ OPTION_SETS = [
         pgq_args=("pkey=u,i8",),
         ours=dict(pkey=("u", "i8")),
         frozen=("u", "i8"),
-        truncate=False,
     ),
     OptionSet("backup", pgq_args=("backup",), ours=dict(backup=True)),
     OptionSet(
@@ -568,10 +568,7 @@ def _statements(seed: int, opts: OptionSet) -> list[str]:
     out.append(f"delete from {TABLE} where id = {victim}")
     insert(2)
     out.append(f"delete from {TABLE} where id in ({live.pop()}, {live.pop()})")
-    if opts.truncate:
-        out.append(f"truncate {TABLE}")
-    else:
-        out.append(f"delete from {TABLE}")
+    out.append(f"truncate {TABLE}")
     live.clear()
     insert(3)
     out.append(f"update {TABLE} set i4 = coalesce(i4, 0) % 1000 + 1")
@@ -826,3 +823,238 @@ def test_wide_table_matches_pgq(pair_factory: Callable[..., Pair], fmt: str, mod
     ]
     events = _compare(pair, stmts, ["s.wide"])
     assert len(events) == 7
+
+
+# ---------------------------------------------------------------------------------------------
+# magic columns (_pgq_ev_*): fields of the event taken from the row, left out of the payload
+
+MAGIC_DDL = """
+create table s.m (id int primary key, v text, _pgq_ev_type text, _pgq_ev_data text,
+                  _pgq_ev_extra1 text, _pgq_ev_extra2 text, _pgq_ev_extra3 text,
+                  _pgq_ev_extra4 text, w text);
+create table s.m2 (id int primary key, v text, _pgq_ev_extra3 int, "_PGQ_EV_EXTRA4" text,
+                   _pgq_ev_extra2 date, w text);
+"""
+MAGIC_STATEMENTS = [
+    "insert into s.m values (1, 'a', 'T', 'D', 'X1', 'X2', 'X3', 'X4')",
+    "insert into s.m values (2, 'b', null, null, null, null, null, null)",
+    "update s.m set _pgq_ev_extra4 = 'X4b', w = 'ignored' where id = 1",
+    "insert into s.m (id, v) values (3, 'c')",
+    "update s.m set v = 'a2' where id = 1",
+    "update s.m set _pgq_ev_type = 'T2' where id = 1",  # only magic columns: sql writes none
+    "update s.m set _pgq_ev_data = null, _pgq_ev_type = null where id = 1",
+    "update s.m set v = v where id = 1",  # nothing changed: an event in every format
+    "update s.m set v = 'b2', _pgq_ev_extra3 = 'new3' where id = 2",
+    "delete from s.m where id = 1",
+    "delete from s.m",
+    "insert into s.m2 values (1, 'a', 42, 'up', '2024-01-02')",
+    "update s.m2 set v = 'b', _pgq_ev_extra2 = null",
+    "update s.m2 set \"_PGQ_EV_EXTRA4\" = 'down'",  # an ordinary column: in the payload
+    "delete from s.m2",
+]
+
+
+MAGIC_OPTIONS = [
+    pytest.param(OptionSet("b", pgq_args=("backup",), ours={"backup": True}), id="backup"),
+    # with ignored columns, an UPDATE of magic columns only writes no event in any format
+    pytest.param(
+        OptionSet("i", pgq_args=("backup", "ignore=w"), ours={"backup": True, "ignore": ("w",)}),
+        id="backup_ignore",
+    ),
+]
+
+
+@pytest.mark.parametrize("opts", MAGIC_OPTIONS)
+@pytest.mark.parametrize("mode", ["row", "statement"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_magic_columns_match_pgq(
+    pair_factory: Callable[..., Pair], fmt: str, mode: str, opts: OptionSet
+) -> None:
+    """_pgq_ev_type, _pgq_ev_data and _pgq_ev_extra1..4 give their fields (NULL included,
+    from NEW, or OLD on DELETE), stay out of the payload, and beat the backup row in
+    ev_extra2, as in PgQ; a column spelled in capitals is an ordinary column."""
+    pair = pair_factory()
+    for conn in (pair.a, pair.b):
+        conn.execute(MAGIC_DDL)
+    opts = OptionSet(opts.name, pgq_args=opts.pgq_args, ours=opts.ours | {"mode": mode})
+    for table in ("s.m", "s.m2"):
+        _attach(pair, table, fmt, opts)
+    events = _compare(pair, MAGIC_STATEMENTS, ["s.m", "s.m2"])
+    assert events[0][0:6] == ("T", "D", "X1", "X2", "X3", "X4")
+    assert events[1] == (None,) * 6
+    assert all("_pgq_ev_" not in (e[1] or "") for e in events)
+    assert any("_PGQ_EV_EXTRA4" in (e[1] or "") for e in events)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_option_expression_beats_magic_column_like_pgq(
+    pair_factory: Callable[..., Pair], fmt: str
+) -> None:
+    """An extra3 / ev_type option wins over the _pgq_ev_extra3 / _pgq_ev_type column, which
+    still stays out of the payload."""
+    pair = pair_factory()
+    for conn in (pair.a, pair.b):
+        conn.execute(
+            "create table s.m4 (id int primary key, _pgq_ev_extra3 text, _pgq_ev_type text)"
+        )
+    opts = OptionSet(
+        "x",
+        pgq_args=("ev_extra3='expr'", "ev_type='E:' || id"),
+        ours=dict(extra={3: "'expr'"}, ev_type="'E:' || id"),
+    )
+    _attach(pair, "s.m4", fmt, opts)
+    events = _compare(
+        pair,
+        [
+            "insert into s.m4 values (1, 'magic', 'M')",
+            "update s.m4 set id = id",
+            "delete from s.m4",
+        ],
+        ["s.m4"],
+    )
+    assert [(e[0], e[4]) for e in events] == [("E:1", "expr")] * 3
+
+
+def test_unknown_magic_column_is_refused(pair_factory: Callable[..., Pair]) -> None:
+    """A column named _pgq_ev_ plus an unknown suffix: PgQ's trigger fails every change of
+    the table; ours refuses the attach, naming the column, and a later ALTER TABLE that adds
+    one to a captured table is refused (QC027), so no change is ever lost to it."""
+    pair = pair_factory()
+    for conn in (pair.a, pair.b):
+        conn.execute("create table s.bad (id int primary key, _pgq_ev_bogus text)")
+        conn.execute("create table s.later (id int primary key)")
+    pair.a.execute(
+        "create trigger t after insert on s.bad for each row execute procedure pgq.jsontriga('q')"
+    )
+    with pytest.raises(psycopg.Error, match="Unknown magic column: _pgq_ev_bogus"):
+        pair.a.execute("insert into s.bad values (1, 'x')")
+    with pytest.raises(errors.UnknownMagicColumn, match="_pgq_ev_bogus"):
+        capture.attach(pair.b, "s.bad", CaptureOptions(queue="q", format="json"))
+    capture.attach(pair.b, "s.later", CaptureOptions(queue="q", format="json"))
+    with pytest.raises(psycopg.Error, match="_pgq_ev_Extra1") as info:
+        pair.b.execute('alter table s.later add column "_pgq_ev_Extra1" text')
+    assert info.value.sqlstate == "QC027"
+    pair.b.execute("insert into s.later values (1)")  # the capture still works
+    assert pair.b.execute("select count(*) from cdc.event").fetchone() == (1,)
+
+
+# ---------------------------------------------------------------------------------------------
+# the queue's disable_insert and per_tx_limit bind the triggers
+
+
+def _outcomes(pair: Pair, stmts: list[str]) -> list[tuple[Outcome, Outcome]]:
+    return [(_run(pair.a, s), _run(pair.b, s)) for s in stmts]
+
+
+def _same_outcomes(pair: Pair, stmts: list[str]) -> list[str]:
+    """Runs each statement on both sides: both fail, or both succeed with the same row count.
+    Returns the statements that failed."""
+    failed = []
+    for stmt, (pa, pb) in zip(stmts, _outcomes(pair, stmts), strict=True):
+        assert pa[0] == pb[0], f"outcome differs for {stmt!r}: pgq {pa}, ours {pb}"
+        if pa[0] == "ok":
+            assert pa == pb, f"row counts differ for {stmt!r}: pgq {pa}, ours {pb}"
+        else:
+            failed.append(stmt)
+    return failed
+
+
+def _set_queue(pair: Pair, assignments: str, by_function: bool) -> None:
+    """The same queue settings on both sides: PgQ's only way is an UPDATE of pgq.queue (its
+    set_queue_config cannot set them); ours takes the UPDATE too, or set_queue_config."""
+    pair.a.execute(f"update pgq.queue set {assignments} where queue_name = 'q'")
+    if not by_function:
+        pair.b.execute(f"update cdc.queue set {assignments} where queue_name = 'q'")
+        return
+    for assignment in assignments.split(","):
+        name, value = (p.strip() for p in assignment.split("="))
+        value = None if value == "null" else value
+        pair.b.execute("select cdc.set_queue_config('q', %s, %s)", (name, value))
+
+
+@pytest.mark.parametrize("by_function", [False, True], ids=["update", "set_queue_config"])
+@pytest.mark.parametrize("mode", ["row", "statement"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_disable_insert_binds_triggers_like_pgq(
+    pair_factory: Callable[..., Pair], fmt: str, mode: str, by_function: bool
+) -> None:
+    """With inserts disabled, a change that writes an event fails (the row is not written),
+    one that writes none succeeds, and replica mode lets insert_event through; enabled
+    again, the triggers write as before."""
+    pair = pair_factory()
+    for conn in (pair.a, pair.b):
+        conn.execute(f"insert into {COMP} values ('pre', 1, 1, 'v')")
+    _attach(pair, COMP, fmt, OptionSet("p", ours={"mode": mode}))
+    _set_queue(pair, "queue_disable_insert = true", by_function)
+    failed = _same_outcomes(
+        pair,
+        [
+            f"insert into {COMP} values ('x', 2, 2, 'w')",
+            f"update {COMP} set v = 'u'",
+            f"delete from {COMP}",
+            f"truncate {COMP}",
+            f"delete from {COMP} where false",
+        ],
+    )
+    assert len(failed) == 4
+    assert pair.b.execute(f"select count(*) from {COMP}").fetchone() == (1,)
+    for conn, schema in ((pair.a, "pgq"), (pair.b, "cdc")):
+        with pytest.raises(psycopg.Error):
+            conn.execute(f"select {schema}.insert_event('q', 't', 'refused')")
+        conn.execute("set session_replication_role = replica")
+        conn.execute(f"select {schema}.insert_event('q', 't', 'replica')")
+        conn.execute("set session_replication_role = origin")
+    with pytest.raises(psycopg.Error, match="inserts into queue 'q' are disabled") as info:
+        pair.b.execute(f"insert into {COMP} values ('x', 3, 3, 'w')")
+    assert info.value.sqlstate == "QC008"
+    _set_queue(pair, "queue_disable_insert = false", by_function)
+    events = _compare(
+        pair, [f"insert into {COMP} values ('x', 4, 4, 'w')", f"truncate {COMP}"], [COMP]
+    )
+    assert events[0][1] == "replica"
+    assert len(events) == 3
+
+
+@pytest.mark.parametrize("mode", ["row", "statement"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_per_tx_limit_binds_triggers_like_pgq(
+    pair_factory: Callable[..., Pair], fmt: str, mode: str
+) -> None:
+    """per_tx_limit counts every event a transaction puts into the queue, from triggers and
+    insert_event alike, in replica mode too; a limit of 0 refuses every event."""
+    pair = pair_factory()
+    _attach(pair, COMP, fmt, OptionSet("p", ours={"mode": mode}))
+    _set_queue(pair, "queue_per_tx_limit = 2", by_function=False)
+    stmts = [
+        f"insert into {COMP} (a, b) select i, i from generate_series(1, 5) i",
+        f"insert into {COMP} (a, b) select i, i from generate_series(1, 2) i",
+        f"insert into {COMP} (a, b) values (3, 3)",
+        f"begin; insert into {COMP} (a, b) values (4, 4); insert into {COMP} (a, b) values (5, 5);"
+        f" insert into {COMP} (a, b) values (6, 6); commit",
+        "begin; select {s}.insert_event('q', 'a', '1');"
+        f" insert into {COMP} (a, b) values (7, 7);"
+        f" insert into {COMP} (a, b) values (8, 8); commit",
+        f"update {COMP} set v = 'two' where a < 3",
+        f"update {COMP} set v = 'three'",
+    ]
+    outcomes = []
+    for stmt in stmts:
+        pa = _run(pair.a, stmt.replace("{s}", "pgq"))
+        pb = _run(pair.b, stmt.replace("{s}", "cdc"))
+        outcomes.append((pa[0], pb[0]))
+        for conn in (pair.a, pair.b):  # a failed explicit transaction is left open
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("rollback")
+    assert [o[0] for o in outcomes] == [o[1] for o in outcomes], outcomes
+    assert [o[0] for o in outcomes] == ["error", "ok", "ok", "error", "error", "ok", "error"]
+    with pytest.raises(psycopg.Error, match="limit of 2 events") as info:
+        pair.b.execute(f"insert into {COMP} (a, b) select i, i from generate_series(10, 12) i")
+    assert info.value.sqlstate == "QC007"
+    _set_queue(pair, "queue_per_tx_limit = 0", by_function=False)
+    failed = _same_outcomes(pair, [f"insert into {COMP} (a, b) values (9, 9)", f"truncate {COMP}"])
+    assert len(failed) == 2
+    _set_queue(pair, "queue_per_tx_limit = null", by_function=False)
+    events = _compare(
+        pair, [f"insert into {COMP} (a, b) select i, i from generate_series(20, 25) i"], [COMP]
+    )
+    assert len(events) == 2 + 1 + 2 + 6

@@ -254,7 +254,7 @@ def test_install_fails_cleanly_on_a_function_owned_by_someone_else(
 
 OLD_STUB = """
 create or replace function cdc.set_queue_config(
-    i_queue_name text, i_param_name text, i_param_value text)
+    x_queue_name text, x_param_name text, x_param_value text)
 returns integer language plpgsql security definer set search_path = pg_catalog, pg_temp
 as $$ begin return 0; end $$
 """
@@ -317,7 +317,10 @@ def test_upgrade_adds_missing_columns(dsn: str, template_dsn: str, column: str) 
     ids = fill_queue(dsn)
     make_old(
         dsn,
-        sql.SQL("alter table cdc.queue drop column {}").format(sql.Identifier(column)).as_string(),
+        # cascade: an older install had no trigger on the column either
+        sql.SQL("alter table cdc.queue drop column {} cascade")
+        .format(sql.Identifier(column))
+        .as_string(),
     )
     install.install(dsn)
     with psycopg.connect(template_dsn) as c:
@@ -327,6 +330,42 @@ def test_upgrade_adds_missing_columns(dsn: str, template_dsn: str, column: str) 
         Queue(c, "q").set_config("max_retries", 0)
         Queue(c, "q").set_config("per_tx_limit", 100)
     assert read_batch(dsn) == [(i, f"row{n}") for n, i in enumerate(ids)]
+
+
+# Functions as an install before PgQ's argument names had them.
+OLD_NAMES = """
+drop function cdc.finish_batch(bigint);
+create function cdc.finish_batch(i_batch_id bigint) returns integer
+language sql security definer set search_path = pg_catalog, pg_temp as $$ select 0 $$;
+drop function cdc.insert_event(text, text, text);
+create function cdc.insert_event(i_queue_name text, i_ev_type text, i_ev_data text)
+returns bigint language sql as $$ select 0::bigint $$;
+"""
+
+
+def test_upgrade_gives_functions_pgqs_argument_names(dsn: str) -> None:
+    """Install over an install whose functions have other argument names gives them PgQ's
+    (create or replace cannot rename an argument), with their grants, and keeps the queue."""
+    ids = fill_queue(dsn)
+    make_old(dsn, OLD_NAMES)
+    install.install(dsn)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        names = c.execute(
+            "select proargnames from pg_proc where oid = any(array["
+            "'cdc.finish_batch(bigint)'::regprocedure,"
+            " 'cdc.insert_event(text, text, text)'::regprocedure]) order by proname"
+        ).fetchall()
+        assert names == [(["x_batch_id"],), (["queue_name", "ev_type", "ev_data"],)]
+        granted = c.execute(
+            "select has_function_privilege('cdc_reader', 'cdc.finish_batch(bigint)', 'EXECUTE'),"
+            " has_function_privilege('cdc_writer', 'cdc.insert_event(text, text, text)',"
+            " 'EXECUTE')"
+        ).fetchone()
+        assert granted == (True, True)
+        assert c.execute(
+            "select cdc.insert_event(queue_name => 'q', ev_type => 't', ev_data => 'd') > 0"
+        ).fetchone() == (True,)
+    assert read_batch(dsn)[: len(ids)] == [(i, f"row{n}") for n, i in enumerate(ids)]
 
 
 def test_upgrade_keeps_queue_data(dsn: str) -> None:

@@ -10,6 +10,7 @@
 \ir formats/urlenc.sql
 \ir formats/sql.sql
 \ir functions/cdc.capture_formats.sql
+\ir functions/cdc.capture_admit.sql
 \ir functions/cdc.capture_event.sql
 \ir functions/cdc.capture_triggers.sql
 \ir functions/cdc.capture_generate.sql

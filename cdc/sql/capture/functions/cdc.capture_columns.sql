@@ -1,5 +1,5 @@
 -- What the generator reads of a table: its live columns, their signature (a stale trigger is
--- one generated for another signature), and its key columns.
+-- one generated for another signature), its key columns, and its magic columns.
 
 
 -- ----------------------------------------------------------------------
@@ -122,5 +122,57 @@ begin
             hint = 'add a primary key (or a unique index on NOT NULL columns), or give the key columns with --pkey col1,col2 (cdc attach)';
     end if;
     return cols;
+end;
+$$ language plpgsql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_primary_key(table)
+--
+--      The table's PRIMARY KEY columns in index order, '{}' without one: what a TRUNCATE
+--      event's json "pkey" lists whatever the pkey option says (as in PgQ, whose TRUNCATE
+--      triggers take no pkey list).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_primary_key(i_table regclass)
+returns text[] as $$
+    select coalesce(array_agg(a.attname::text order by k.ord), '{}')
+      from pg_index i
+     cross join lateral unnest(i.indkey) with ordinality as k(attnum, ord)
+      join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+     where i.indrelid = i_table and i.indisprimary;
+$$ language sql stable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_magic_columns(table)
+--
+--      The table's magic columns, as PgQ's triggers know them: a column named _pgq_ev_type,
+--      _pgq_ev_data or _pgq_ev_extra1..4 (case-sensitive) gives that field of every row
+--      event, NULL included, and is left out of the payload. QC027 for any other column
+--      whose name starts with _pgq_ev_ (PgQ refuses those when its trigger fires; here the
+--      attach, or the DDL that adds one, is refused).
+--
+-- Returns:
+--      The magic columns' names, in attnum order ('{}' when none).
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_magic_columns(i_table regclass)
+returns text[] as $$
+declare
+    magic text[];
+    bad   text;
+begin
+    select coalesce(array_agg(attname order by attnum), '{}') into magic
+      from cdc._cap_columns(i_table, null)
+     where left(attname, 8) = '_pgq_ev_';
+    select string_agg(quote_ident(m), ', ') into bad
+      from unnest(magic) m
+     where substr(m, 9) not in ('type', 'data', 'extra1', 'extra2', 'extra3', 'extra4');
+    if bad is not null then
+        raise exception using errcode = 'QC027',
+            message = format('table %s has columns named like magic columns that are not: %s', i_table, bad),
+            hint = 'a column whose name starts with _pgq_ev_ must be one of _pgq_ev_type, _pgq_ev_data, '
+                   '_pgq_ev_extra1 .. _pgq_ev_extra4 (it gives that field of the event); rename the column';
+    end if;
+    return magic;
 end;
 $$ language plpgsql stable;

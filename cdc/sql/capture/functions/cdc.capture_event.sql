@@ -17,31 +17,50 @@ $$ language sql immutable;
 -- Function: cdc._cap_event_fields(op, var, table, options, pkey, data, backup)
 --
 --      The select list "ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4" of one
---      event: ev_type and ev_extra1..4 from the options or the format's defaults. var names the
---      row (NEW / OLD in row mode, a transition table alias in statement mode).
+--      event. Each field, first that applies: the option's expression (ev_type, extra1..4);
+--      the row's magic column (_pgq_ev_type, _pgq_ev_data, _pgq_ev_extra1..4: its text, NULL
+--      included, as in PgQ); the format's default (ev_data the payload, ev_extra1 the table,
+--      ev_extra2 the old row with backup). var names the row (NEW / OLD in row mode, a
+--      transition table alias in statement mode). A TRUNCATE has no row: no magic columns,
+--      and its json "pkey" is the table's primary key, read when it fires.
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_event_fields(
     i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
     i_data text, i_backup text)
 returns text as $$
 declare
-    nsp   text;
-    rel   text;
-    extra text[] := array[null, null, null, null];
+    nsp    text;
+    rel    text;
+    fmt    text := coalesce(i_opts ->> 'format', 'sql');
+    extra  text[] := array[null, null, null, null];
+    magic  jsonb := '{}';
+    m      text;
+    ev_type text;
 begin
     select n.nspname, c.relname into nsp, rel
       from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = i_table;
+    if i_op <> 'TRUNCATE' then
+        foreach m in array cdc._cap_magic_columns(i_table) loop
+            magic := magic || jsonb_build_object(substr(m, 9), format('%s::text', cdc._cap_field(i_var, m)));
+        end loop;
+    end if;
     for k in 1 .. 4 loop
         if i_opts ? ('extra' || k) then
             extra[k] := cdc._cap_rowexpr(i_opts ->> ('extra' || k), i_var);
         end if;
+        extra[k] := coalesce(extra[k], magic ->> ('extra' || k));
     end loop;
+    -- options without a format (only a direct SQL call omits it) have always had the sql
+    -- format's ev_type: kept as they were
+    if i_op = 'TRUNCATE' then
+        ev_type := format('cdc._cap_ev_type(%L, %L, %L, %L, cdc._cap_primary_key(TG_RELID))',
+                          fmt, i_op, nsp, rel);
+    else
+        ev_type := quote_literal(cdc._cap_ev_type(fmt, i_op, nsp, rel, i_pkey));
+    end if;
     return format('%s, %s, %s, %s, %s, %s',
-        coalesce(cdc._cap_rowexpr(i_opts ->> 'ev_type', i_var),
-                 -- options without a format (only a direct SQL call omits it) have always
-                 -- had the sql format's ev_type: kept as they were
-                 quote_literal(cdc._cap_ev_type(coalesce(i_opts ->> 'format', 'sql'), i_op, nsp, rel, i_pkey))),
-        i_data,
+        coalesce(cdc._cap_rowexpr(i_opts ->> 'ev_type', i_var), magic ->> 'type', ev_type),
+        coalesce(magic ->> 'data', i_data),
         coalesce(extra[1], quote_literal(nsp || '.' || rel)),
         coalesce(extra[2], i_backup, 'null'),
         coalesce(extra[3], 'null'),
@@ -54,13 +73,18 @@ $$ language plpgsql stable;
 -- Function: cdc._cap_insert(queue, op, var, table, options, pkey, data, backup)
 --
 --      One event's INSERT statement in a row-mode function; the queue's current table is read
---      from its pointer sequence (no lookup of the queue row).
+--      from its pointer sequence (no lookup of the queue row). For a restricted queue
+--      (cdc._cap_restricted) cdc._cap_admit is asked first.
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_insert(
     q cdc.queue, i_op text, i_var text, i_table regclass, i_opts jsonb, i_pkey text[],
     i_data text, i_backup text)
 returns text as $$
-    select format(
+    select case when cdc._cap_restricted(q)
+                then format(E'perform cdc._cap_admit(%s, 1);  -- the queue is restricted\n%s',
+                            q.queue_id, repeat(' ', 12))
+                else '' end
+        || format(
         'insert into cdc.event (ev_id, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4, ev_part)'
         || E'\n            values (nextval(%L::regclass), %s,'
         || E'\n                    %s + pg_sequence_last_value(%L::regclass));',

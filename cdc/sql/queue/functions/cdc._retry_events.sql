@@ -24,7 +24,9 @@ $$ language plpgsql;
 --
 --      Moves events of an open batch (all of them when ev_ids is NULL) into the retry queue
 --      of the batch's consumer. Events that already used up the queue's max_retries go to
---      cdc.dead_letter instead, with the reason.
+--      cdc.dead_letter instead, with the reason. An event this consumer already put in the
+--      retry queue stays there with its first retry time and is not counted (PgQ's rule:
+--      event_retry then batch_retry keeps the event's own delay).
 --
 -- Returns:
 --      Number of events moved.
@@ -42,6 +44,9 @@ begin
     select * into b from cdc._batch(i_batch_id);
     select * into q from cdc.queue where queue_id = b.queue_id;
     for ev in execute cdc._batch_sql(i_batch_id, i_ev_ids) loop
+        if exists (select 1 from cdc.retry_queue r where r.ev_owner = b.sub_id and r.ev_id = ev.ev_id) then
+            continue;
+        end if;
         if q.queue_max_retries is not null and coalesce(ev.ev_retry, 0) >= q.queue_max_retries then
             insert into cdc.dead_letter (dl_queue, dl_consumer, dl_reason, ev_id, ev_time, ev_txid,
                                          ev_retry, ev_type, ev_data, ev_extra1, ev_extra2,
@@ -56,8 +61,7 @@ begin
                                          ev_extra3, ev_extra4)
             values (i_retry_after, b.queue_id, ev.ev_id, ev.ev_time, ev.ev_txid, b.sub_id,
                     coalesce(ev.ev_retry, 0) + 1, ev.ev_type, ev.ev_data,
-                    ev.ev_extra1, ev.ev_extra2, ev.ev_extra3, ev.ev_extra4)
-            on conflict (ev_owner, ev_id) do update set ev_retry_after = excluded.ev_retry_after;
+                    ev.ev_extra1, ev.ev_extra2, ev.ev_extra3, ev.ev_extra4);
         end if;
         moved := moved + 1;
     end loop;

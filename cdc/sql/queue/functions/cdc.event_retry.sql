@@ -8,29 +8,35 @@
 --      QC010 if the event is not in the batch.
 --
 -- Returns:
---      1
+--      1, or 0 when this consumer already put the event in the retry queue: it keeps its
+--      first retry time (as in PgQ).
 -- Tables: cdc.retry_queue, cdc.dead_letter
 -- ----------------------------------------------------------------------
 create or replace function cdc.event_retry(
-    i_batch_id bigint, i_ev_id bigint, i_retry_time timestamptz)
+    x_batch_id bigint, x_event_id bigint, x_retry_time timestamptz)
 returns integer as $$
+declare
+    s cdc.subscription;
 begin
-    perform cdc._require(i_ev_id, 'event id');
-    perform cdc._require(i_retry_time, 'retry time');
-    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
-    if cdc._retry_events(i_batch_id, array[i_ev_id], i_retry_time, null) = 0 then
-        perform cdc._event_not_in_batch(i_batch_id, i_ev_id);
+    perform cdc._require(x_event_id, 'event id');
+    perform cdc._require(x_retry_time, 'retry time');
+    s := cdc._batch_subscription(x_batch_id);  -- QC003, QC014
+    if exists (select 1 from cdc.retry_queue r where r.ev_owner = s.sub_id and r.ev_id = x_event_id) then
+        return 0;  -- already waiting for its retry: its first retry time stays (as in PgQ)
+    end if;
+    if cdc._retry_events(x_batch_id, array[x_event_id], x_retry_time, null) = 0 then
+        perform cdc._event_not_in_batch(x_batch_id, x_event_id);
     end if;
     return 1;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
 create or replace function cdc.event_retry(
-    i_batch_id bigint, i_ev_id bigint, i_retry_seconds integer)
+    x_batch_id bigint, x_event_id bigint, x_retry_seconds integer)
 returns integer as $$
 begin
-    perform cdc._require(i_retry_seconds, 'retry seconds');
-    return cdc.event_retry(i_batch_id, i_ev_id, now() + make_interval(secs => i_retry_seconds));
+    perform cdc._require(x_retry_seconds, 'retry seconds');
+    return cdc.event_retry(x_batch_id, x_event_id, now() + make_interval(secs => x_retry_seconds));
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
@@ -38,7 +44,8 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 -- ----------------------------------------------------------------------
 -- Function: cdc.batch_retry(batch_id, retry_seconds)
 --
---      Puts every event of an open batch into the retry queue (see cdc.event_retry).
+--      Puts every event of an open batch into the retry queue (see cdc.event_retry). Events
+--      already there (cdc.event_retry) keep their own retry time.
 --
 -- Returns:
 --      Number of events moved.

@@ -7,7 +7,7 @@
 -- Tables: cdc.event partitions of the batch's queue
 -- ----------------------------------------------------------------------
 create or replace function cdc.get_batch_events(
-    in  i_batch_id  bigint,
+    in  x_batch_id  bigint,
     out ev_id       bigint,
     out ev_time     timestamptz,
     out ev_txid     bigint,
@@ -20,8 +20,8 @@ create or replace function cdc.get_batch_events(
     out ev_extra4   text)
 returns setof record as $$
 begin
-    perform cdc._batch_subscription(i_batch_id);  -- QC003, QC014
-    return query execute cdc._batch_sql(i_batch_id);
+    perform cdc._batch_subscription(x_batch_id);  -- QC003, QC014
+    return query execute cdc._batch_sql(x_batch_id);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 

@@ -80,7 +80,7 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 --      (age of the end tick) and the event sequence positions at both ends.
 -- ----------------------------------------------------------------------
 create or replace function cdc.get_batch_info(
-    in  i_batch_id     bigint,
+    in  x_batch_id     bigint,
     out queue_name     text,
     out consumer_name  text,
     out batch_start    timestamptz,
@@ -94,7 +94,7 @@ as $$
     select b.queue_name, b.consumer_name, b.prev_tick_time, b.cur_tick_time,
            b.prev_tick_id, b.cur_tick_id, now() - b.cur_tick_time,
            b.prev_event_seq, b.cur_event_seq
-      from cdc._batch(i_batch_id) b;
+      from cdc._batch(x_batch_id) b;
 $$ language sql security definer set search_path = pg_catalog, pg_temp;
 
 

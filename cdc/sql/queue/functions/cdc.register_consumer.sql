@@ -10,15 +10,15 @@
 --      1 if the consumer was registered, 0 if it was registered already.
 -- Tables: cdc.consumer, cdc.subscription
 -- ----------------------------------------------------------------------
-create or replace function cdc.register_consumer(i_queue_name text, i_consumer_name text)
+create or replace function cdc.register_consumer(x_queue_name text, x_consumer_id text)
 returns integer as $$
 declare
     q     cdc.queue;
     last  bigint;
 begin
-    q := cdc._queue(i_queue_name, true);
+    q := cdc._queue(x_queue_name, true);
     select max(tick_id) into last from cdc.tick where tick_queue = q.queue_id;
-    return cdc._subscribe(q, i_consumer_name, last, false);
+    return cdc._subscribe(q, x_consumer_id, last, false);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
@@ -35,19 +35,19 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 --      1 if the consumer was registered, 0 if it was moved.
 -- ----------------------------------------------------------------------
 create or replace function cdc.register_consumer_at(
-    i_queue_name text, i_consumer_name text, i_tick_id bigint)
+    x_queue_name text, x_consumer_name text, x_tick_pos bigint)
 returns integer as $$
 declare
     q cdc.queue;
 begin
-    q := cdc._queue(i_queue_name, true);
-    perform cdc._require(i_tick_id, 'tick id');
-    if not exists (select 1 from cdc.tick where tick_queue = q.queue_id and tick_id = i_tick_id) then
+    q := cdc._queue(x_queue_name, true);
+    perform cdc._require(x_tick_pos, 'tick id');
+    if not exists (select 1 from cdc.tick where tick_queue = q.queue_id and tick_id = x_tick_pos) then
         raise exception using errcode = 'QC004',
-            message = format('tick %s of queue %L does not exist (any more)', i_tick_id, i_queue_name),
+            message = format('tick %s of queue %L does not exist (any more)', x_tick_pos, x_queue_name),
             hint = 'choose a tick listed in cdc.tick for this queue';
     end if;
-    return cdc._subscribe(q, i_consumer_name, i_tick_id, true);
+    return cdc._subscribe(q, x_consumer_name, x_tick_pos, true);
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 

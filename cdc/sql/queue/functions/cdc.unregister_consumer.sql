@@ -7,14 +7,14 @@
 -- Returns:
 --      1
 -- ----------------------------------------------------------------------
-create or replace function cdc.unregister_consumer(i_queue_name text, i_consumer_name text)
+create or replace function cdc.unregister_consumer(x_queue_name text, x_consumer_name text)
 returns integer as $$
 declare
     q  cdc.queue;
     s  cdc.subscription;
 begin
-    q := cdc._queue(i_queue_name, true);
-    s := cdc._subscription(i_queue_name, i_consumer_name, true);
+    q := cdc._queue(x_queue_name, true);
+    s := cdc._subscription(x_queue_name, x_consumer_name, true);
     perform cdc._check_consumer_access(s);
     delete from cdc.subscription where sub_id = s.sub_id;
     delete from cdc.consumer c
