@@ -32,6 +32,9 @@ create table if not exists cdc.queue (
     queue_data_pfx            text not null,
     queue_event_seq           text not null,
     queue_tick_seq            text not null,
+    -- PgQ's extra maintenance: functions cdc.maint_operations() lists for the queue, each
+    -- called with the queue name as its one argument. Set with UPDATE, as in PgQ.
+    queue_extra_maint         text[],
     constraint queue_name_length check (octet_length(queue_name) between 1 and 63),
     constraint queue_ntables_range check (queue_ntables between 2 and 100)
 );
@@ -52,7 +55,8 @@ begin
             ('queue_ticker_idle_period', 'interval not null default ''1 minute'''),
             ('queue_per_tx_limit',       'integer'),
             ('queue_max_retries',        'integer'),
-            ('queue_force_tick',         'boolean not null default false')
+            ('queue_force_tick',         'boolean not null default false'),
+            ('queue_extra_maint',        'text[]')
         ) v (name, def)
     loop
         if not exists (select 1 from pg_catalog.pg_attribute
@@ -135,7 +139,7 @@ create table if not exists cdc.retry_queue (
     ev_time         timestamptz not null,
     ev_txid         bigint,
     ev_owner        integer not null references cdc.subscription on delete cascade,
-    ev_retry        integer not null,
+    ev_retry        integer,
     ev_type         text,
     ev_data         text,
     ev_extra1       text,
@@ -144,6 +148,17 @@ create table if not exists cdc.retry_queue (
     ev_extra4       text,
     primary key (ev_owner, ev_id)
 );
+-- ev_retry may be NULL, as in PgQ (cdc.event_retry_raw stores what it is given); older
+-- installs had it NOT NULL.
+do $$
+begin
+    if exists (select 1 from pg_catalog.pg_attribute
+                where attrelid = 'cdc.retry_queue'::regclass and attname = 'ev_retry'
+                  and attnotnull and not attisdropped) then
+        alter table cdc.retry_queue alter column ev_retry drop not null;
+    end if;
+end;
+$$;
 create index if not exists retry_queue_due_idx on cdc.retry_queue (ev_retry_after);
 
 -- Events a consumer gave up on: over the queue's retry limit, or sent here on purpose.

@@ -68,27 +68,31 @@ $$ language plpgsql;
 
 
 -- ----------------------------------------------------------------------
--- Function: cdc._insert_tick(queue)
+-- Function: cdc._insert_tick(queue [, tick_id, tick_time, event_seq])
 --
---      Inserts a tick (the current snapshot and event sequence position), clears a forced
---      tick, and notifies channel 'cdc_tick' with payload {"queue": name, "tick_id": id}. The
---      caller holds the queue row lock, which makes ticks one at a time.
+--      Inserts a tick (the current snapshot and event sequence position, or the given id,
+--      time and position for an external ticker), clears a forced tick, and notifies channel
+--      'cdc_tick' with payload {"queue": name, "tick_id": id}. The caller holds the queue row
+--      lock, which makes ticks one at a time.
 --
 -- Returns:
 --      The new tick id.
 -- ----------------------------------------------------------------------
-create or replace function cdc._insert_tick(q cdc.queue)
+create or replace function cdc._insert_tick(
+    q cdc.queue, i_tick_id bigint, i_tick_time timestamptz, i_event_seq bigint)
 returns bigint as $$
-declare
-    new_tick bigint;
 begin
-    insert into cdc.tick (tick_queue, tick_id, tick_event_seq)
-    values (q.queue_id, nextval(q.queue_tick_seq::regclass), cdc._event_seq(q))
-    returning tick_id into new_tick;
+    insert into cdc.tick (tick_queue, tick_id, tick_time, tick_event_seq)
+    values (q.queue_id, i_tick_id, i_tick_time, i_event_seq);
     if q.queue_force_tick then
         update cdc.queue set queue_force_tick = false where queue_id = q.queue_id;
     end if;
-    perform pg_notify('cdc_tick', json_build_object('queue', q.queue_name, 'tick_id', new_tick)::text);
-    return new_tick;
+    perform pg_notify('cdc_tick', json_build_object('queue', q.queue_name, 'tick_id', i_tick_id)::text);
+    return i_tick_id;
 end;
 $$ language plpgsql;
+
+create or replace function cdc._insert_tick(q cdc.queue)
+returns bigint as $$
+    select cdc._insert_tick(q, nextval(q.queue_tick_seq::regclass), now(), cdc._event_seq(q));
+$$ language sql;
