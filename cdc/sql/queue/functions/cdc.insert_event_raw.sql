@@ -3,7 +3,8 @@
 --                                ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4)
 --
 --      Inserts an event with every field given: ev_id NULL takes the next id of the
---      queue's sequence, ev_time NULL is now(), ev_owner (a subscription id, NULL for every
+--      queue's sequence (which every call advances, as in PgQ, so that the ticker counts
+--      an event given its own ev_id as new too), ev_time NULL is now(), ev_owner (a subscription id, NULL for every
 --      consumer) and ev_retry are stored as given. An ev_id is not checked for duplicates,
 --      as in PgQ. Like cdc.insert_event it refuses a queue with disable_insert (QC008;
 --      but in a session with session_replication_role = replica, as PgQ does) and counts
@@ -24,6 +25,7 @@ declare
 begin
     -- The arguments have the columns' names: they are always written qualified here.
     q := cdc._queue(insert_event_raw.queue_name);  -- QC001, QC006
+    id := nextval(q.queue_event_seq::regclass);
     if q.queue_disable_insert and current_setting('session_replication_role') <> 'replica' then
         raise exception using errcode = 'QC008',
             message = format('inserts into queue %L are disabled', q.queue_name),
@@ -32,7 +34,7 @@ begin
     if q.queue_per_tx_limit is not null then
         perform cdc._count_tx_event(q.queue_id, q.queue_per_tx_limit);  -- QC007
     end if;
-    id := coalesce(insert_event_raw.ev_id, nextval(q.queue_event_seq::regclass));
+    id := coalesce(insert_event_raw.ev_id, id);
     insert into cdc.event (ev_id, ev_time, ev_owner, ev_retry, ev_type, ev_data,
                            ev_extra1, ev_extra2, ev_extra3, ev_extra4, ev_part)
     values (id, coalesce(insert_event_raw.ev_time, now()), insert_event_raw.ev_owner,
