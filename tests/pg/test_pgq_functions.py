@@ -824,3 +824,35 @@ def test_insert_event_raw_is_for_writers(conn: psycopg.Connection, logins: Login
         reader.execute(raw)
     plain = logins.connect(None)
     assert plain.execute("select cdc.quote_fqname('a.b')").fetchone() == ("a.b",)
+
+
+def test_upgrade_schema_and_install_repair_an_older_schema(
+    conn: psycopg.Connection, dsn: str
+) -> None:
+    """upgrade_schema (and a new install over the old one) put back what an older install
+    lacks: queue_extra_maint, sub_owner, a nullable retry_queue.ev_retry, the current-table
+    sequence; the data stays."""
+    Queue(conn, "q").create()
+    old_schema = (
+        "alter table cdc.queue drop column queue_extra_maint;"
+        " alter table cdc.subscription drop column sub_owner;"
+        " alter table cdc.retry_queue alter column ev_retry set not null;"
+        " drop sequence cdc.event_1_cur"
+    )
+    check = (
+        "select (select count(*) from pg_attribute where attrelid = 'cdc.queue'::regclass"
+        "        and attname = 'queue_extra_maint' and not attisdropped),"
+        " (select count(*) from pg_attribute where attrelid = 'cdc.subscription'::regclass"
+        "        and attname = 'sub_owner' and not attisdropped),"
+        " (select attnotnull from pg_attribute where attrelid = 'cdc.retry_queue'::regclass"
+        "        and attname = 'ev_retry'),"
+        " to_regclass('cdc.event_1_cur') is not null,"
+        " (select count(*) from cdc.queue)"
+    )
+    conn.execute(old_schema)
+    assert conn.execute(check).fetchone() == (0, 0, True, False, 1)
+    assert conn.execute("select cdc.upgrade_schema()").fetchone() == (0,)
+    assert conn.execute(check).fetchone() == (1, 1, False, True, 1)
+    conn.execute(old_schema)
+    install.install(dsn)
+    assert conn.execute(check).fetchone() == (1, 1, False, True, 1)
