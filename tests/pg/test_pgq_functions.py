@@ -284,6 +284,10 @@ def test_event_retry_raw_matches_pgq(pair: Pair) -> None:
     assert pair.same(stmt, (after, 555, t, None)) == [(555,)]
     a, b = pair.both_fail(stmt, (after, 555, t, 1))
     assert a == b == "23505"
+    a, b = pair.both_fail(stmt, (after, 8, None, 1))  # ev_time is required on both
+    assert a == b == "23502"
+    a, b = pair.both_fail(stmt, (None, 9, t, 1))  # and so is retry_after
+    assert a == b == "23502"
     pair.both_fail(stmt.replace("'c'", "'nosuch'"), (after, 7, t, 1))
     pair.both_fail(stmt.replace("'q'", "'nosuch'"), (after, 7, t, 1))
     rows = pair.same(
