@@ -127,6 +127,17 @@ class NotConsumerRole(QueueError):
     when = 'acting for a consumer that another role registered (see "Who may act for a consumer")'
 
 
+class AdminOnly(QueueError):
+    """A call that only cdc_admin members (and the owner of schema cdc) may make, such as
+    the external ticker, by a session whose login role is neither."""
+
+    sqlstate = "QC015"
+    when = (
+        "the external `ticker(queue, tick_id, time, event_seq)` by a login role that is not a"
+        " `cdc_admin` member"
+    )
+
+
 class NoPrimaryKey(QueueError):
     """The table to capture has no primary key and no --pkey was given."""
 

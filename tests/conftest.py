@@ -19,6 +19,7 @@ import pytest
 from cdc.pg import install
 from tests.support import pgq, servers
 from tests.support.databases import TEMPLATE, create_database, drop_database
+from tests.support.roles import LoginRoles
 
 TESTS = Path(__file__).parent
 SPARK_FOLDERS = ("spark", "e2e")
@@ -130,6 +131,14 @@ def connect(dsn: str) -> Iterator:
     yield _connect
     for c in opened:
         c.close()
+
+
+@pytest.fixture
+def login_roles(admin_dsn: str, dsn: str) -> Iterator[LoginRoles]:
+    """Login roles made on the test's database (tests.support.roles), dropped afterwards."""
+    made = LoginRoles(admin_dsn, dsn)
+    yield made
+    made.cleanup()
 
 
 @pytest.fixture(scope="session")

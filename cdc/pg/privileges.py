@@ -59,6 +59,9 @@ READER_FUNCTIONS = (
     "event_retry",
     "batch_retry",
     "event_dead",
+    "batch_event_tables",
+    "batch_event_sql",
+    "event_retry_raw",
     "ticker",
     "force_tick",
     "get_capture_aliases",
@@ -71,7 +74,7 @@ READER_FUNCTIONS = (
     "consumer_owner",
     "get_consumer_status",
 )
-WRITER_FUNCTIONS = ("insert_event", "current_event_table")
+WRITER_FUNCTIONS = ("insert_event", "current_event_table", "insert_event_raw")
 # what the ticker and queue management call; cdc_admin may execute every public function
 ADMIN_FUNCTIONS = (
     "create_queue",
@@ -82,6 +85,13 @@ ADMIN_FUNCTIONS = (
     "maint_rotate_tables_step1",
     "maint_rotate_tables_step2",
     "maint_operations",
+    "maint_tables_to_vacuum",
+    "tune_storage",
+    "grant_perms",
+    "upgrade_schema",
+    "seq_getval",
+    "seq_setval",
+    "find_tick_helper",
 )
 
 

@@ -5,7 +5,8 @@ For each database it calls, each in its own transaction:
 - ``cdc.ticker()`` every ``tick_period`` seconds (sub-second periods are fine);
 - ``cdc.maint_retry_events()`` every ``retry_period`` seconds, until it returns 0;
 - the calls of ``cdc.maint_operations()`` every ``maint_period`` seconds: rotation step 1 of
-  every queue, then step 2, each in a separate transaction.
+  every queue, then step 2, then each queue's ``queue_extra_maint`` functions and, when
+  autovacuum is off, VACUUM of the engine's busy tables, each in a separate transaction.
 
 One thread per database; ``stop()`` (or SIGTERM / SIGINT through the CLI) ends every loop
 after the call in progress. A database that goes away is retried with a growing delay.
@@ -115,20 +116,82 @@ def retry_events(conn: psycopg.Connection) -> int:
 
 
 def maintain(conn: psycopg.Connection) -> int:
-    """Run the maintenance operations, each in its own transaction; how many did work."""
+    """Run the operations ``cdc.maint_operations()`` lists, each in its own transaction; how
+    many did work (a function that returned a true value, or a VACUUM that ran).
+
+    ``conn`` must be in autocommit mode: each call commits on its own, and VACUUM cannot run
+    inside a transaction. A row ``('vacuum', table)`` runs VACUUM on that table; any other
+    row names a function, which is looked up in the catalog (as SQL resolves the name, taking
+    one text argument or none) and called by its schema and name. An operation of a queue's
+    ``queue_extra_maint`` (or a table) that does not exist or fails is logged as an error and
+    the others still run; the engine's own rotation steps raise as before.
+    """
+    if not conn.autocommit:
+        raise ValueError(
+            "maintain() needs a connection in autocommit mode: each operation runs in its"
+            " own transaction, and VACUUM outside any"
+        )
     ops = conn.execute(sqlfiles.query("maint_operations")).fetchall()
     done = 0
     for func_name, func_arg in ops:
-        schema, name = func_name.split(".", 1)
-        call = sql.SQL("select {}({})").format(
-            sql.Identifier(schema, name),
-            sql.SQL("") if func_arg is None else sql.Literal(func_arg),
-        )
-        result = conn.execute(call).fetchone()[0]
-        if result:
-            log.info("%s(%s): %s", func_name, func_arg or "", result)
+        ours = func_name in _ENGINE_STEPS
+        try:
+            if func_name == "vacuum":
+                ran = _vacuum(conn, func_arg)
+            else:
+                ran = _call(conn, func_name, func_arg)
+        except psycopg.Error as exc:
+            if ours or conn.closed or conn.broken:
+                raise
+            log.error("maintenance %s(%s) failed: %s", func_name, func_arg or "", exc)
+            continue
+        if ran:
             done += 1
     return done
+
+
+# the rows of cdc.maint_operations() that are the engine's own rotation
+_ENGINE_STEPS = frozenset({"cdc.maint_rotate_tables_step1", "cdc.maint_rotate_tables_step2"})
+
+
+def _call(conn: psycopg.Connection, func_name: str | None, func_arg: str | None) -> bool:
+    """Call one maintenance function; whether it did work (returned a true value)."""
+    if func_name is None:
+        log.error(
+            "maintenance: queue %s has a NULL element in queue_extra_maint; skipped", func_arg
+        )
+        return False
+    row = conn.execute(
+        sqlfiles.query("maint_function"), {"name": func_name, "with_arg": func_arg is not None}
+    ).fetchone()
+    if row is None:
+        log.error(
+            "maintenance: no function %s(%s) for queue %s (queue_extra_maint); skipped",
+            func_name,
+            "" if func_arg is None else "text",
+            func_arg,
+        )
+        return False
+    call = sql.SQL("select {}({})").format(
+        sql.Identifier(*row),
+        sql.SQL("") if func_arg is None else sql.Literal(func_arg),
+    )
+    result = conn.execute(call).fetchone()
+    if result and result[0]:
+        log.info("%s(%s): %s", func_name, func_arg or "", result[0])
+        return True
+    return False
+
+
+def _vacuum(conn: psycopg.Connection, table: str | None) -> bool:
+    """VACUUM one table named by a maintenance row; False when it does not exist."""
+    row = conn.execute(sqlfiles.query("maint_table"), {"name": table}).fetchone()
+    if row is None:
+        log.error("maintenance: no table %s to vacuum; skipped", table)
+        return False
+    conn.execute(sql.SQL("vacuum {}").format(sql.Identifier(*row)))
+    log.info("vacuum %s", table)
+    return True
 
 
 def one_round(conn: psycopg.Connection) -> dict[str, int]:

@@ -70,6 +70,22 @@ select cdc.maint_retry_events();
 -- name: maint_operations
 select func_name, func_arg from cdc.maint_operations();
 
+-- name: maint_function
+-- The function a maintenance operation names (as PgQ calls it: with the queue name as its
+-- one text argument, or with none), looked up as SQL would resolve the name: schema and
+-- name for sql.Identifier, no row when there is no such function.
+select n.nspname::text, p.proname::text
+  from pg_proc p
+  join pg_namespace n on n.oid = p.pronamespace
+ where p.oid = to_regprocedure(%(name)s || case when %(with_arg)s then '(text)' else '()' end);
+
+-- name: maint_table
+-- The table a 'vacuum' maintenance operation names: schema and name, no row when missing.
+select n.nspname::text, c.relname::text
+  from pg_class c
+  join pg_namespace n on n.oid = c.relnamespace
+ where c.oid = to_regclass(%(name)s) and c.relkind in ('r', 'm', 't');
+
 -- name: queue_info
 select * from cdc.get_queue_info(%(queue)s);
 

@@ -239,7 +239,12 @@ ARGS: dict[str, tuple[str, Callable[[World], object]]] = {
     "excl": ("text[]", lambda w: []),
     "rule": ("bigint", lambda w: 1),
     "dry": ("boolean", lambda w: False),
+    "retry": ("integer", lambda w: 0),
+    "owner": ("integer", lambda w: None),
+    "seq": ("bigint", lambda w: 10**6),
 }
+# insert_event_raw and event_retry_raw: every field of an event
+RAW_EVENT = ("type", "data", "extra", "extra", "extra", "extra")
 
 NAME_NULL = (errors.InvalidArgument, "name must not be NULL")
 
@@ -289,6 +294,28 @@ NULL_CASES: list[tuple[str, tuple[str, ...], str, type[errors.QueueError], str]]
     ("next_batch_custom", ("q", "c", "lag", "count", "interval"), "q", *arg_null("queue name")),
     ("next_batch_custom", ("q", "c", "lag", "count", "interval"), "c", *arg_null("consumer name")),
     ("get_batch_events", ("b",), "b", *arg_null("batch id")),
+    ("batch_event_tables", ("b",), "b", *arg_null("batch id")),
+    ("batch_event_sql", ("b",), "b", *arg_null("batch id")),
+    (
+        "event_retry_raw",
+        ("q", "c", "ts", "ev", "ts", "retry", *RAW_EVENT),
+        "q",
+        *arg_null("queue name"),
+    ),
+    (
+        "event_retry_raw",
+        ("q", "c", "ts", "ev", "ts", "retry", *RAW_EVENT),
+        "c",
+        *arg_null("consumer name"),
+    ),
+    (
+        "insert_event_raw",
+        ("q", "ev", "ts", "owner", "retry", *RAW_EVENT),
+        "q",
+        *arg_null("queue name"),
+    ),
+    ("grant_perms", ("q",), "q", *arg_null("queue name")),
+    ("ticker", ("q", "tick", "ts", "seq"), "q", *arg_null("queue name")),
     ("get_batch_events", ("b", "lo", "hi"), "b", *arg_null("batch id")),
     ("open_batch_cursor", ("b", "cursor"), "b", *arg_null("batch id")),
     ("open_batch_cursor", ("b", "cursor"), "cursor", *arg_null("cursor name")),
@@ -368,7 +395,30 @@ def test_null_argument(db: psycopg.Connection, world: World, case: tuple[Any, ..
 
 
 # Functions that take a NULL without an error, as PgQ's do; each has its own test.
-NULL_ACCEPTED = {"cdc.finish_batch(bigint)"}
+NULL_ACCEPTED = {
+    "cdc.finish_batch(bigint)",
+    "cdc.seq_getval(text)",
+    "cdc.seq_setval(text,bigint)",
+    "cdc.quote_fqname(text)",
+    "cdc.tune_storage(text)",
+    "cdc.find_tick_helper(integer,bigint,timestamptz,bigint,bigint,interval)",
+}
+# PgQ's STRICT ones among them: a NULL argument gives NULL
+STRICT_CALLS = [
+    "seq_getval(null)",
+    "seq_setval(null, 1)",
+    "seq_setval('cdc.tick_id_seq', null)",
+    "quote_fqname(null)",
+    "tune_storage(null)",
+    "find_tick_helper(null, 1, now(), 1, 1, null)",
+]
+
+
+@pytest.mark.parametrize("expr", STRICT_CALLS)
+def test_pgqs_strict_functions_give_null_for_null(db: psycopg.Connection, expr: str) -> None:
+    """As PgQ's STRICT functions: NULL in, NULL out (every column of a record NULL)."""
+    (value,) = call(db, f"select cdc.{expr}")[0]
+    assert value is None or all(v is None for v in value)
 
 
 def test_finish_batch_of_null_warns_and_returns_0(db: psycopg.Connection) -> None:

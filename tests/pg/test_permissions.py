@@ -24,9 +24,16 @@ from tests.support.roles import LoginRoles
 
 ENGINE_ROLES = ("cdc_reader", "cdc_writer", "cdc_admin")
 PUBLIC_FUNCS = frozenset(
-    {"get_queue_info", "get_consumer_info", "get_batch_info", "get_queue_incarnation", "version"}
+    {
+        "get_queue_info",
+        "get_consumer_info",
+        "get_batch_info",
+        "get_queue_incarnation",
+        "version",
+        "quote_fqname",
+    }
 )
-WRITER_FUNCS = frozenset({"insert_event", "current_event_table"})
+WRITER_FUNCS = frozenset(privileges.WRITER_FUNCTIONS)
 # the database's grants are checked against the list the pre-flight checks use
 READER_FUNCS = frozenset(privileges.READER_FUNCTIONS)
 
@@ -152,7 +159,8 @@ def test_execute_privileges_match_the_role_model(shared: psycopg.Connection, gra
 
 
 def test_public_may_execute_only_the_info_functions(shared: psycopg.Connection) -> None:
-    """PUBLIC can execute get_queue_info/get_consumer_info/get_batch_info/version, nothing else."""
+    """PUBLIC can execute get_queue_info/get_consumer_info/get_batch_info/version and
+    quote_fqname, nothing else."""
     names = {
         name
         for oid, name, _, _ in cdc_functions(shared)
@@ -370,18 +378,30 @@ def test_security_definer_functions_pin_search_path(shared: psycopg.Connection) 
 # The 3-argument insert_event is a plain SQL wrapper so that the planner can inline it; it
 # only calls the 7-argument form, which runs as the owner.
 INLINED_WRAPPERS = {"cdc.insert_event(text,text,text)": "cdc.insert_event("}
+# Functions that run with the caller's rights on purpose: the sequence's privileges decide
+# what seq_getval and seq_setval may do, and quote_fqname reads nothing. They pin
+# search_path all the same.
+CALLER_RIGHTS = {
+    "cdc.quote_fqname(text)",
+    "cdc.seq_getval(text)",
+    "cdc.seq_setval(text,bigint)",
+}
 
 
 def test_every_granted_function_is_security_definer(shared: psycopg.Connection) -> None:
-    """Every function some role may execute runs as the owner, but for inlined wrappers."""
+    """Every function some role may execute runs as the owner, but for inlined wrappers and
+    the few that run with the caller's rights on purpose."""
     rows = shared.execute(
-        "select p.oid::regprocedure::text, l.lanname, p.prosrc from pg_proc p"
+        "select p.oid::regprocedure::text, l.lanname, p.prosrc, p.proconfig from pg_proc p"
         " join pg_language l on l.oid = p.prolang"
         " where p.pronamespace = 'cdc'::regnamespace and p.proname !~ '^_' and not p.prosecdef"
     ).fetchall()
-    assert {sig for sig, _, _ in rows} == set(INLINED_WRAPPERS)
-    for sig, lang, src in rows:
-        assert lang == "sql" and INLINED_WRAPPERS[sig] in src
+    assert {sig for sig, _, _, _ in rows} == set(INLINED_WRAPPERS) | CALLER_RIGHTS
+    for sig, lang, src, config in rows:
+        if sig in CALLER_RIGHTS:
+            assert config == ["search_path=pg_catalog, pg_temp"]
+        else:
+            assert lang == "sql" and INLINED_WRAPPERS[sig] in src
 
 
 # ---------------------------------------------------------------------- hostile search_path

@@ -1,6 +1,8 @@
--- Privileges. Nothing is executable by PUBLIC except the info functions; each role gets
--- EXECUTE on the functions of its part. Every public function is SECURITY DEFINER with a
--- pinned search_path, so no role needs privileges on the tables themselves.
+-- Privileges. Nothing is executable by PUBLIC except the info functions and quote_fqname;
+-- each role gets EXECUTE on the functions of its part. Every public function is SECURITY
+-- DEFINER with a pinned search_path, so no role needs privileges on the tables themselves;
+-- but seq_getval and seq_setval, which run with the caller's rights (privileges on the
+-- sequence decide), and quote_fqname, which reads nothing.
 do $$
 declare
     f      record;
@@ -17,14 +19,15 @@ begin
     loop
         grantee := case
             when f.name in ('get_queue_info', 'get_consumer_info', 'get_batch_info', 'version',
-                            'get_queue_incarnation')
+                            'get_queue_incarnation', 'quote_fqname')
                 then 'public'
-            when f.name in ('insert_event', 'current_event_table')
+            when f.name in ('insert_event', 'current_event_table', 'insert_event_raw')
                 then 'cdc_writer'
             when f.name in ('register_consumer', 'register_consumer_at', 'unregister_consumer',
                             'next_batch', 'next_batch_info', 'next_batch_custom',
                             'get_batch_events', 'open_batch_cursor', 'finish_batch',
                             'event_retry', 'batch_retry', 'event_dead',
+                            'batch_event_tables', 'batch_event_sql', 'event_retry_raw',
                             'ticker', 'force_tick', 'get_capture_aliases', 'get_capture_info',
                             -- what the drain, snapshot, verify and status read besides
                             -- batches (queue/functions/cdc.reader_info.sql, cdc.status.sql)

@@ -32,37 +32,14 @@ create table if not exists cdc.queue (
     queue_data_pfx            text not null,
     queue_event_seq           text not null,
     queue_tick_seq            text not null,
+    -- PgQ's extra maintenance: functions cdc.maint_operations() lists for the queue, each
+    -- called with the queue name as its one argument. Set with UPDATE, as in PgQ.
+    queue_extra_maint         text[],
     constraint queue_name_length check (octet_length(queue_name) between 1 and 63),
     constraint queue_ntables_range check (queue_ntables between 2 and 100)
 );
--- Queue settings, added here too so that an install over an older one that lacks some of
--- them gets them (create table if not exists leaves an existing table as it is). Only
--- missing columns are added, so that a current install logs no "already exists" notices.
-do $$
-declare
-    c record;
-begin
-    for c in
-        select * from (values
-            ('queue_external_ticker',    'boolean not null default false'),
-            ('queue_disable_insert',     'boolean not null default false'),
-            ('queue_ticker_paused',      'boolean not null default false'),
-            ('queue_ticker_max_count',   'integer not null default 500'),
-            ('queue_ticker_max_lag',     'interval not null default ''3 seconds'''),
-            ('queue_ticker_idle_period', 'interval not null default ''1 minute'''),
-            ('queue_per_tx_limit',       'integer'),
-            ('queue_max_retries',        'integer'),
-            ('queue_force_tick',         'boolean not null default false')
-        ) v (name, def)
-    loop
-        if not exists (select 1 from pg_catalog.pg_attribute
-                        where attrelid = 'cdc.queue'::regclass and attname = c.name
-                          and not attisdropped) then
-            execute format('alter table cdc.queue add column %I %s', c.name, c.def);
-        end if;
-    end loop;
-end;
-$$;
+-- An install over an older one adds the columns that it lacks: cdc.upgrade_schema(), which
+-- install.sql runs right after this file, holds every such in-place change.
 
 -- Consumer names, shared by all queues.
 create table if not exists cdc.consumer (
@@ -97,15 +74,6 @@ create table if not exists cdc.subscription (
     sub_owner     oid,
     unique (sub_queue, sub_consumer)
 );
-do $$
-begin
-    if not exists (select 1 from pg_catalog.pg_attribute
-                    where attrelid = 'cdc.subscription'::regclass and attname = 'sub_owner'
-                      and not attisdropped) then
-        alter table cdc.subscription add column sub_owner oid;
-    end if;
-end;
-$$;
 
 create sequence if not exists cdc.batch_id_seq;
 
@@ -135,7 +103,7 @@ create table if not exists cdc.retry_queue (
     ev_time         timestamptz not null,
     ev_txid         bigint,
     ev_owner        integer not null references cdc.subscription on delete cascade,
-    ev_retry        integer not null,
+    ev_retry        integer,
     ev_type         text,
     ev_data         text,
     ev_extra1       text,
@@ -144,6 +112,7 @@ create table if not exists cdc.retry_queue (
     ev_extra4       text,
     primary key (ev_owner, ev_id)
 );
+-- ev_retry may be NULL, as in PgQ (cdc.event_retry_raw stores what it is given).
 create index if not exists retry_queue_due_idx on cdc.retry_queue (ev_retry_after);
 
 -- Events a consumer gave up on: over the queue's retry limit, or sent here on purpose.
@@ -207,19 +176,6 @@ begin
             cur_tick_event_seq    bigint,
             prev_tick_event_seq   bigint);
     end if;
-end;
-$$;
-
--- Queues created by an older version get their current-table pointer.
-do $$
-declare
-    q record;
-begin
-    for q in select queue_id, queue_cur_table from cdc.queue
-              where to_regclass(format('cdc.%I', 'event_' || queue_id || '_cur')) is null loop
-        execute format('create sequence cdc.%I minvalue 0 maxvalue 999 start 0', 'event_' || q.queue_id || '_cur');
-        perform setval(format('cdc.%I', 'event_' || q.queue_id || '_cur'), q.queue_cur_table, true);
-    end loop;
 end;
 $$;
 

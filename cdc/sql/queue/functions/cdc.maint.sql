@@ -138,17 +138,60 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
 
 -- ----------------------------------------------------------------------
+-- Function: cdc.maint_tables_to_vacuum()
+--
+--      The engine's tables that take updates and deletes, and so need vacuuming, when
+--      autovacuum is off (cdc.maint_operations lists them as 'vacuum' rows); nothing while
+--      autovacuum is on. Event tables are never listed: they are emptied by TRUNCATE.
+--
+-- Returns:
+--      Schema-qualified table names, quoted where needed.
+-- ----------------------------------------------------------------------
+create or replace function cdc.maint_tables_to_vacuum()
+returns setof text as $$
+begin
+    if current_setting('autovacuum') = 'on' then
+        return;
+    end if;
+    return query
+        select format('%I.%I', n.nspname, c.relname)
+          from unnest(array['subscription', 'consumer', 'queue', 'tick', 'retry_queue'])
+               with ordinality t (name, pos)
+          join pg_class c on c.relname = t.name
+          join pg_namespace n on n.oid = c.relnamespace and n.nspname = 'cdc'
+         order by t.pos;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
 -- Function: cdc.maint_operations()
 --
 --      The maintenance calls a ticker daemon should make, each in its own transaction, in
---      this order: rotation step 1 for every queue, then step 2.
+--      this order: rotation step 1 for every queue (step 1 also removes ticks no consumer
+--      needs), then step 2; then, queue by queue in name order, each function of the
+--      queue's queue_extra_maint in array order, with the queue name as argument; then
+--      ('vacuum', table) for each table of cdc.maint_tables_to_vacuum(). Function names
+--      are returned as stored: the caller resolves them (cdc/pg/ticker.py looks each one
+--      up in the catalog and skips an unknown one). An empty queue_extra_maint gives no
+--      row; a NULL element gives a row with a NULL func_name.
 --
 -- Returns:
 --      (func_name, func_arg) rows; func_arg NULL means a call without argument.
 -- ----------------------------------------------------------------------
 create or replace function cdc.maint_operations(out func_name text, out func_arg text)
 returns setof record as $$
-    select 'cdc.maint_rotate_tables_step1'::text, queue_name from cdc.queue
-    union all
-    select 'cdc.maint_rotate_tables_step2', null;
-$$ language sql security definer set search_path = pg_catalog, pg_temp;
+begin
+    return query
+        select 'cdc.maint_rotate_tables_step1'::text, queue_name from cdc.queue;
+    return query
+        select 'cdc.maint_rotate_tables_step2'::text, null::text;
+    return query
+        select e.fn, q.queue_name
+          from cdc.queue q
+         cross join lateral unnest(q.queue_extra_maint) with ordinality e (fn, pos)
+         order by q.queue_name, e.pos;
+    return query
+        select 'vacuum'::text, t from cdc.maint_tables_to_vacuum() t;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;

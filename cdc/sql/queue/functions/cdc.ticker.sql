@@ -15,22 +15,61 @@ returns bigint as $$
 declare
     q cdc.queue;
 begin
-    perform cdc._require_read_committed();
-    q := cdc._queue(i_queue_name, true);
-    if q.queue_external_ticker then
-        raise exception using errcode = 'QC011',
-            message = format('queue %L takes its ticks from an external ticker', i_queue_name),
-            hint = 'set external_ticker to false with cdc.set_queue_config() to tick it here';
-    end if;
-    if q.queue_ticker_paused then
-        raise exception using errcode = 'QC011',
-            message = format('the ticker is paused for queue %L', i_queue_name),
-            hint = 'set ticker_paused to false with cdc.set_queue_config()';
-    end if;
+    q := cdc._tickable_queue(i_queue_name, false);  -- QC011, QC012
     if cdc._tick_due(q) then
         return cdc._insert_tick(q);
     end if;
     return null;
+end;
+$$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc.ticker(queue_name, tick_id, orig_timestamp, event_seq)
+--
+--      The external ticker: inserts exactly this tick (id, time and event sequence
+--      position) into a queue with external_ticker set, with the current snapshot, like any
+--      tick (queue row lock, READ COMMITTED, notification on 'cdc_tick'). The queue's tick
+--      and event sequences are raised to the given values when they are lower, never
+--      lowered. QC011 for a queue without external_ticker or a paused one; QC006 for a
+--      NULL argument or a tick id not above the queue's last tick (PgQ accepts a lower id,
+--      which would put a newer snapshot before an older one and break batches).
+--      Only cdc_admin members (and the owner of schema cdc) may call it, QC015 for others:
+--      cdc_reader may execute every ticker overload, but the ids given here decide the
+--      queue's later ticks, so a reader must not choose them.
+--
+-- Returns:
+--      The tick id.
+-- Tables: cdc.tick
+-- ----------------------------------------------------------------------
+create or replace function cdc.ticker(
+    i_queue_name text, i_tick_id bigint, i_orig_timestamp timestamptz, i_event_seq bigint)
+returns bigint as $$
+declare
+    q     cdc.queue;
+    last  bigint;
+begin
+    if not cdc._may_act_for(null) then  -- cdc_admin members and the schema owner's
+        raise exception using errcode = 'QC015',
+            message = format('role %s may not run the external ticker: only cdc_admin members may',
+                             quote_ident(session_user)),
+            hint = 'connect as a member of cdc_admin';
+    end if;
+    q := cdc._tickable_queue(i_queue_name, true);  -- QC011, QC012
+    perform cdc._require(i_tick_id, 'tick id');
+    perform cdc._require(i_orig_timestamp, 'tick time');
+    perform cdc._require(i_event_seq, 'event sequence position');
+    select max(tick_id) into last from cdc.tick where tick_queue = q.queue_id;
+    if i_tick_id <= last then
+        raise exception using errcode = 'QC006',
+            message = format('tick id %s of queue %L is not above its last tick %s',
+                             i_tick_id, i_queue_name, last),
+            hint = 'an external ticker gives each queue increasing tick ids';
+    end if;
+    perform cdc._insert_tick(q, i_tick_id, i_orig_timestamp, i_event_seq);
+    perform cdc.seq_setval(q.queue_tick_seq, i_tick_id);
+    perform cdc.seq_setval(q.queue_event_seq, i_event_seq);
+    return i_tick_id;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 
