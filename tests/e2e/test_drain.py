@@ -416,6 +416,30 @@ def test_a_table_without_primary_key_folds_by_its_capture_pkey(conn, dsn, spark,
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+def test_magic_columns_stay_out_of_the_delta_table(conn, dsn, spark, tmp_path, fmt):
+    """A PgQ magic column (_pgq_ev_extra3) gives ev_extra3 and is in no payload: the Delta
+    table has the other columns, with the source's rows, and no magic column."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table mg (id int primary key, v text, _pgq_ev_extra3 text)")
+    capture.attach(conn, "public.mg", CaptureOptions(queue="q", format=fmt))
+    conn.execute("insert into mg select g, 'v' || g, 'x' || g from generate_series(1, 5) g")
+    pipe = drainkit.pipeline(dsn, str(tmp_path), [{"source": "public.mg", "target": "mg"}])
+    with Drain(pipe, spark) as drain:
+        drain.run()
+        conn.execute("update mg set v = 'changed', _pgq_ev_extra3 = 'y' where id = 2")
+        conn.execute("delete from mg where id = 3")
+        drain.run()
+    cols = pgtypes.keyed_columns(conn, "public", "mg", "q")
+    assert [c.name for c in cols] == ["id", "v"]
+    assert spark.read.format("delta").load(str(tmp_path / "mg")).columns[:2] == ["id", "v"]
+    assert "_pgq_ev_extra3" not in spark.read.format("delta").load(str(tmp_path / "mg")).columns
+    got = compare.delta_rows(spark, str(tmp_path / "mg"), cols)
+    assert got == compare.source_rows(conn, "public", "mg", cols)
+    assert (2, "changed") in got and len(got) == 4
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_key_moves_under_a_deferrable_primary_key(conn, dsn, spark, tmp_path, fmt):
     """A DEFERRABLE primary key: update id = id + 1 over 1, 2, 3 (captured D1 I2 D2 I3 D3 I4)
     and a swap 2 <-> 3 each leave the Delta table equal to the source (the last-event fold

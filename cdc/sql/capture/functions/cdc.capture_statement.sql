@@ -88,7 +88,7 @@ begin
                    || E'-- Do not edit: `cdc attach` regenerates it.\n'
                    || E'declare\n'
                    || E'    cdc_ev_part integer;\n'
-                   || E'    cdc_ev_n    bigint;\n'
+                   || case when cdc._cap_restricted(q) then E'    cdc_ev_n    bigint;\n' else '' end
                    || E'begin\n'
                    || '%s'
                    || E'    if current_setting(''session_replication_role'') = ''local'' then\n'
