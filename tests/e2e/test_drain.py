@@ -377,6 +377,19 @@ def test_source_columns_may_have_the_names_of_the_drains_own_columns(conn, dsn, 
     assert_mirrored(conn, spark, tmp_path / "h", "odd")
 
 
+def drain_before_and_after(
+    conn: psycopg.Connection, dsn: str, spark, root: Path, table: str, changes: list[str]
+):
+    """Drains public.<table> into <root>/<table>, runs the changes, drains again; the pipeline."""
+    pipe = drainkit.pipeline(dsn, str(root), [{"source": f"public.{table}", "target": table}])
+    with Drain(pipe, spark) as drain:
+        drain.run()
+        for stmt in changes:
+            conn.execute(stmt)
+        drain.run()
+    return pipe
+
+
 @pytest.mark.parametrize("fmt", ["json", "sql"])
 def test_a_table_without_primary_key_folds_by_its_capture_pkey(conn, dsn, spark, tmp_path, fmt):
     """Captured with pkey= NOT NULL columns under a unique index, a table without a primary
@@ -389,14 +402,19 @@ def test_a_table_without_primary_key_folds_by_its_capture_pkey(conn, dsn, spark,
     conn.execute("create unique index on nopk (code)")
     capture.attach(conn, "public.nopk", CaptureOptions(queue="q", format=fmt, pkey=("code",)))
     conn.execute("insert into nopk select 'c' || g, g, 'w' || g from generate_series(1, 6) g")
-    pipe = drainkit.pipeline(dsn, str(tmp_path), [{"source": "public.nopk", "target": "nopk"}])
-    with Drain(pipe, spark) as drain:
-        drain.run()
-        conn.execute("update nopk set v = -v where code in ('c1', 'c2')")
-        conn.execute("update nopk set code = 'moved' where code = 'c3'")
-        conn.execute("delete from nopk where code = 'c4'")
-        conn.execute("insert into nopk values ('c4', 40, 'again')")
-        drain.run()
+    pipe = drain_before_and_after(
+        conn,
+        dsn,
+        spark,
+        tmp_path,
+        "nopk",
+        [
+            "update nopk set v = -v where code in ('c1', 'c2')",
+            "update nopk set code = 'moved' where code = 'c3'",
+            "delete from nopk where code = 'c4'",
+            "insert into nopk values ('c4', 40, 'again')",
+        ],
+    )
     cols = pgtypes.keyed_columns(conn, "public", "nopk", "q")
     assert [c.name for c in cols if c.is_key] == ["code"]
     got = compare.delta_rows(spark, str(tmp_path / "nopk"), cols)
@@ -424,12 +442,17 @@ def test_magic_columns_stay_out_of_the_delta_table(conn, dsn, spark, tmp_path, f
     conn.execute("create table mg (id int primary key, v text, _pgq_ev_extra3 text)")
     capture.attach(conn, "public.mg", CaptureOptions(queue="q", format=fmt))
     conn.execute("insert into mg select g, 'v' || g, 'x' || g from generate_series(1, 5) g")
-    pipe = drainkit.pipeline(dsn, str(tmp_path), [{"source": "public.mg", "target": "mg"}])
-    with Drain(pipe, spark) as drain:
-        drain.run()
-        conn.execute("update mg set v = 'changed', _pgq_ev_extra3 = 'y' where id = 2")
-        conn.execute("delete from mg where id = 3")
-        drain.run()
+    drain_before_and_after(
+        conn,
+        dsn,
+        spark,
+        tmp_path,
+        "mg",
+        [
+            "update mg set v = 'changed', _pgq_ev_extra3 = 'y' where id = 2",
+            "delete from mg where id = 3",
+        ],
+    )
     cols = pgtypes.keyed_columns(conn, "public", "mg", "q")
     assert [c.name for c in cols] == ["id", "v"]
     assert spark.read.format("delta").load(str(tmp_path / "mg")).columns[:2] == ["id", "v"]

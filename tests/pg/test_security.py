@@ -131,6 +131,45 @@ def test_column_name_closing_the_dollar_quote_runs_nothing(conn, roles, bodies):
     assert json.loads(events(conn)[-1][1]) == {"id": 1, column: 2}
 
 
+@BODIES
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=NAME_IDS)
+def test_queue_setting_regenerates_hostile_captures_safely(conn, roles, bodies, name):
+    """A1b: a cdc_admin member owning a table whose schema, table and column names are hostile
+    (and a magic column) turns the queue restricted with check_function_bodies as it chose:
+    the owner-run regeneration pastes none of the names as SQL, gives the member no rights,
+    and the regenerated trigger obeys the queue (QC007) and writes the names as names, the
+    TRUNCATE event naming the hostile primary key."""
+    Queue(conn, "q").create()
+    evil = attacker(roles, conn, "cdc_admin")
+    me = user(evil)
+    conn.execute(sql.SQL("create schema {} authorization {}").format(
+        sql.Identifier(name), sql.Identifier(me)))  # fmt: skip
+    table = sql.Identifier(name, name)
+    evil.execute(
+        sql.SQL("create table {} ({} int primary key, _pgq_ev_extra3 text)").format(
+            table, sql.Identifier(name)
+        )
+    )
+    attach_raw(evil, table.as_string(evil), {"format": "json"})
+    evil.execute(f"set check_function_bodies = {bodies}")
+    evil.execute("select cdc.set_queue_config('q', 'per_tx_limit', '1')")
+    assert not is_superuser(conn, me)
+    evil.execute(sql.SQL("insert into {} values (1, 'x3')").format(table))
+    with pytest.raises(psycopg.Error) as info:
+        evil.execute(sql.SQL("insert into {} values (2), (3)").format(table))
+    assert info.value.sqlstate == "QC007"
+    evil.execute(sql.SQL("truncate {}").format(table))
+    evil.execute("select cdc.set_queue_config('q', 'per_tx_limit', null)")
+    assert not is_superuser(conn, me)
+    rows = conn.execute(
+        "select ev_type, ev_data, ev_extra1, ev_extra3 from cdc.event order by ev_id"
+    ).fetchall()
+    assert [json.loads(r[0])["pkey"] for r in rows] == [[name], [name]]
+    assert json.loads(rows[0][1]) == {name: 1}
+    assert rows[0][2] == f"{name}.{name}" and rows[0][3] == "x3"
+    assert json.loads(rows[1][0])["op"] == "TRUNCATE"
+
+
 # ---------------------------------------------------------------------- A2: cdc.attach options
 
 
