@@ -25,6 +25,12 @@
     target = "sales_{table}"      # a template: {schema}, {table}; default "{table}"
     mode = "mirror"
 
+    [drain]
+    memory_budget = "2GiB"        # the driver's memory for a batch, beside the JVM heap
+    spill_dir = "/mnt/shared/cdc" # a larger batch is spilled here, for Spark (default: a
+                                  # temporary folder on a local master; a cluster needs one
+                                  # that every executor reads)
+
     [metrics]
     port = 9187                   # a --follow drain serves Prometheus metrics here
 
@@ -100,6 +106,20 @@ class Source:
         return self.queue if self.engine.has_capture_registry else None
 
 
+SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
+SIZE_UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+@dataclass(frozen=True)
+class DrainSettings:
+    """How a drain holds a batch (``[drain]``): at most ``memory_budget`` bytes of the driver's
+    memory (Python, beside the JVM's heap) whatever the batch's size, by spilling a larger
+    batch to Parquet files in ``spill_dir`` for Spark (cdc.pipeline.spool)."""
+
+    memory_budget: int = 2 << 30
+    spill_dir: str | None = None  # default: a temporary folder (a local master only)
+
+
 @dataclass(frozen=True)
 class TableMap:
     source: str  # schema.table unquoted, as in the events' ev_extra1
@@ -126,6 +146,7 @@ class Pipeline:
     metrics_port: int | None = None  # Prometheus metrics of a --follow drain
     spark: tuple[tuple[str, str], ...] = ()  # [spark]: Spark settings, as (name, text) pairs
     rules: tuple[TableRule, ...] = ()  # [[tables]] entries whose source is a pattern
+    drain: DrainSettings = DrainSettings()  # [drain]
 
     def mirrors(self, sources: list[str]) -> list[TableMap]:
         """The mirror targets of these source tables (of every table when none is given);
@@ -207,6 +228,30 @@ def _positive(section: dict[str, Any], key: str) -> int:
     return value
 
 
+def parse_size(value: Any, where: str) -> int:
+    """A size in bytes: a whole number, or text such as ``"2GiB"``, ``"512MiB"`` (units B,
+    KiB, MiB, GiB, TiB)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    found = SIZE.fullmatch(value) if isinstance(value, str) else None
+    if found is None or int(found[1]) < 1:
+        raise ConfigError(
+            f'{where} must be a size such as "2GiB" or "512MiB" (or a number of bytes),'
+            f" not {value!r}"
+        )
+    return int(found[1]) * SIZE_UNITS[(found[2] or "b").lower()]
+
+
+def _drain(section: dict[str, Any]) -> DrainSettings:
+    _unknown(section, "drain", {"memory_budget", "spill_dir"})
+    budget = parse_size(
+        section.get("memory_budget", default(DrainSettings, "memory_budget")),
+        "drain.memory_budget",
+    )
+    spill_dir = _text(section, "drain", "spill_dir") if "spill_dir" in section else None
+    return DrainSettings(budget, spill_dir)
+
+
 def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
     extra = sorted(set(section) - known)
     if extra:
@@ -216,7 +261,7 @@ def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:
 
 
 def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
-    _unknown(data, "the configuration", {"source", "target", "tables", "metrics", "spark"})
+    _unknown(data, "the configuration", {"source", "target", "tables", "metrics", "spark", "drain"})
     src = _section(data, "source")
     _unknown(
         src,
@@ -269,7 +314,8 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         ):
             raise ConfigError(f"metrics.port must be a TCP port number, not {metrics_port!r}")
     spark = _spark(_section(data, "spark")) if "spark" in data else ()
-    return Pipeline(source, target_path, maps, quarantine, path, metrics_port, spark, rules)
+    drain = _drain(_section(data, "drain")) if "drain" in data else DrainSettings()
+    return Pipeline(source, target_path, maps, quarantine, path, metrics_port, spark, rules, drain)
 
 
 def _tables(tables: Any, quarantine: str) -> tuple[tuple[TableMap, ...], tuple[TableRule, ...]]:

@@ -81,6 +81,7 @@ class BatchStats:
     seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
     phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
     on_driver: set[str] = field(default_factory=set)  # targets decoded and written without Spark
+    read: str = ""  # how the batch was read: "copy", "spilled" (over the budget), "jdbc"
 
 
 @dataclass(frozen=True)
@@ -353,7 +354,7 @@ class BatchApplier:
             # are written
             drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
             columns = drift.columns
-            read_here = events.cached is None and self._materialize == "auto"
+            read_here = events.on_driver and self._materialize == "auto"
             small = read_here and events.counts.get(table.source, 0) <= SMALL_EVENTS
             part = TablePart(table, events, columns, drift, ref, commit, out)
             if not ((small or (read_here and self._local)) and self._on_driver(part)):

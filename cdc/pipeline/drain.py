@@ -24,6 +24,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from pyspark.sql import SparkSession
 
+from cdc import memory
 from cdc.config import Pipeline, add_config_argument
 from cdc.pg import source as source_module
 from cdc.pg import sqlfiles
@@ -66,7 +67,7 @@ class Drain:
         self.conn.execute("set timezone = 'UTC'")
         self.engine = pipeline.source.engine
         self.consumer = Consumer.for_source(self.conn, pipeline.source)
-        self.reader = BatchReader(spark, pipeline.source)
+        self.reader = BatchReader(spark, pipeline.source, pipeline.drain)
         self.stopping = threading.Event()
         self.consumer.register()
         self.applier = BatchApplier(pipeline, spark, self.conn, workers)
@@ -119,6 +120,7 @@ class Drain:
         events = self.read(batch)
         stats.seconds["read"] = time.monotonic() - started
         stats.events = sum(events.counts.values())
+        stats.read = events.route
         stage("read")
         # a chunk of a snapshot of a table this batch changes waits for the batch's end, and
         # the batch for the chunk's end; chunks of other tables go on meanwhile
@@ -175,6 +177,7 @@ class Drain:
         progress.extra = "0 batch(es)"
         done = self._run(mode, on_batch, stop_at_tick, progress)
         progress.finish()
+        log.info("%s", memory.summary(self.spark))  # against drain.memory_budget
         return done
 
     def _run(
@@ -205,9 +208,9 @@ class Drain:
                 continue
             done += 1
             log.debug(
-                "batch %d (tick %d): %d events (%s), %d quarantined, %d table(s) written"
-                " from the driver",
-                stats.batch_id, stats.tick_id, stats.events, per_table(stats),
+                "batch %d (tick %d): %d events (%s) read by %s, %d quarantined, %d table(s)"
+                " written from the driver",
+                stats.batch_id, stats.tick_id, stats.events, per_table(stats), stats.read,
                 stats.quarantined, len(stats.on_driver),
             )  # fmt: skip
             progress.extra = f"{done} batch(es)"

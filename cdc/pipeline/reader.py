@@ -5,6 +5,9 @@ event sequence's advance between its ticks) is read by Spark's JDBC source, one 
 per partition read in parallel by the executors, and cached for the split by table; a
 smaller batch (or any batch when the DSN names a unix socket, which the JDBC driver does not
 reach) is read with COPY on the driver (``cdc.pg.batch.Batch.arrow``) and split in Arrow.
+A batch read with COPY that outgrows the drain's memory budget (one huge transaction is one
+batch whatever its event count) is spilled to Parquet as it is read and split in Spark
+(cdc.pipeline.spool); on a cluster without a spill folder it is read again over JDBC.
 
 Either way the result is the same ``BatchEvents``: counts per configured source (a renamed
 table's earlier names count for it, ``cdc.pg.source.table_names``), a frame per configured
@@ -19,7 +22,9 @@ A new way of reading batches goes here: one more ``_read_*`` method and its rule
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -31,9 +36,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from cdc import formats as capture_formats
-from cdc.config import Source
+from cdc.config import DrainSettings, Source
+from cdc.errors import CdcError
 from cdc.pg.batch import EVENT_SCHEMA, Batch
 from cdc.pg.source import TableNames, jdbc_url
+from cdc.pipeline.spool import EXPANSION, Overflow, Spool
+from cdc.spark import is_local
 
 __all__ = ["BatchEvents", "BatchReader"]
 
@@ -83,22 +91,39 @@ class BatchEvents:
     # the snapshot signals (ev_type SIGNAL): (ev_extra1, ev_data) in event order; never data
     signals: list[tuple[str | None, str | None]] = field(default_factory=list)
     arrow: dict[str, pa.Table] = field(default_factory=dict)  # read with COPY: raw events
+    spool: Spool | None = None  # a batch spilled to Parquet (the frames read its file)
+    route: str = "copy"  # how it was read: "copy", "spilled", "jdbc" (cdc.pipeline.reader)
+
+    @property
+    def on_driver(self) -> bool:
+        """Whether the events are held on the driver (read with COPY, within the budget)."""
+        return self.cached is None and self.spool is None
 
     def release(self) -> None:
         if self.cached is not None:
             self.cached.unpersist()
+        if self.spool is not None:
+            self.spool.remove()
 
 
 class BatchReader:
     """Reads the batches of one source into one Spark session (see the module's docstring)."""
 
-    def __init__(self, spark: SparkSession, source: Source) -> None:
+    def __init__(
+        self, spark: SparkSession, source: Source, drain: DrainSettings | None = None
+    ) -> None:
         self.spark = spark
         self.source = source
+        drain = drain or DrainSettings()
+        # the raw events' share of the budget: the driver path peaks at EXPANSION times them
+        self.held_limit = max(1, drain.memory_budget // EXPANSION)
+        # a folder Spark's executors read: any local one on a local master
+        self.spill_dir = drain.spill_dir or (tempfile.gettempdir() if is_local(spark) else None)
 
     def read(self, batch: Batch, names: TableNames) -> BatchEvents:
         """The batch's events, split by source table: by COPY into Arrow (split there), or,
-        for a large batch, by Spark JDBC (cached, split in Spark)."""
+        for a large batch, by Spark JDBC (cached, split in Spark); read with COPY past the
+        memory budget, spilled to Parquet (split in Spark)."""
         src = self.source
         if batch.events_upper_bound >= src.jdbc_min_events:
             jdbc = jdbc_url(src.dsn)  # libpq's own settings (cdc.pg.jdbc): one short connection
@@ -108,12 +133,49 @@ class BatchReader:
                 "batch %d is large but JDBC cannot follow the DSN (a unix socket): read with COPY",
                 batch.batch_id,
             )
-        return self._read_copy(batch, names)
+        spool = Spool(self.held_limit, self.spill_dir)
+        try:
+            # closed on an overflow: psycopg cancels the COPY, the connection stays usable
+            with contextlib.closing(batch.arrow()) as stream:
+                for events in stream:
+                    spool.add(events)
+            spool.close()
+        except Overflow:
+            spool.remove()
+            return self._read_again(batch, names)
+        except BaseException:
+            spool.remove()
+            raise
+        if spool.spilled:
+            log.info(
+                "batch %d: %.1f MB of events, over the memory budget's share of %.1f MB:"
+                " spilled to %s, applied by Spark",
+                batch.batch_id, spool.bytes / 1e6, self.held_limit / 1e6, spool.path,
+            )  # fmt: skip
+            return self._read_spilled(batch, names, spool)
+        return self._read_copy(batch, names, spool.table())
 
-    def _read_copy(self, batch: Batch, names: TableNames) -> BatchEvents:
-        """The batch with COPY into one Arrow table, split by table in Arrow."""
+    def _read_again(self, batch: Batch, names: TableNames) -> BatchEvents:
+        """A batch that outgrew the budget on a cluster without a spill folder: read again
+        by the executors over JDBC, or refused with the ways out."""
+        jdbc = jdbc_url(self.source.dsn)
+        if jdbc is None:
+            raise CdcError(
+                f"batch {batch.batch_id} (tick {batch.tick_id}) holds more events than the"
+                f" drain's memory budget lets the driver hold ({self.held_limit:,} bytes of"
+                " events), and neither a spill folder nor JDBC can take it to the executors:"
+                " set drain.spill_dir to a folder every Spark node reads, or give the source"
+                " a DSN with a host (not a unix socket), or raise drain.memory_budget"
+            )
+        log.info(
+            "batch %d outgrew the memory budget's share of %.1f MB: read again over JDBC",
+            batch.batch_id, self.held_limit / 1e6,
+        )  # fmt: skip
+        return self._read_jdbc(batch, names, *jdbc)
+
+    def _read_copy(self, batch: Batch, names: TableNames, table: pa.Table) -> BatchEvents:
+        """The batch read with COPY into one Arrow table, split by table in Arrow."""
         known = set(names.events)
-        table = pa.Table.from_batches(list(batch.arrow()), schema=EVENT_SCHEMA)
         ev_ids = table.column("ev_id")
         if len(ev_ids) > 1 and not pc.all(pc.less(ev_ids[:-1], ev_ids[1:])).as_py():
             table = table.sort_by("ev_id")  # get_batch_events orders them: never expected
@@ -159,7 +221,6 @@ class BatchReader:
     ) -> BatchEvents:
         """The batch through Spark's JDBC source, one slice of ev_ids per partition, read in
         parallel by the executors, and cached for the split by table."""
-        known = set(names.events)
         frames = [
             self.spark.read.jdbc(url, batch.jdbc_query(lo, hi), properties=props)
             for lo, hi in batch.jdbc_slices(self.source.jdbc_partitions)
@@ -167,11 +228,28 @@ class BatchReader:
         frame = frames[0]
         for other in frames[1:]:
             frame = frame.unionByName(other)
-        frame = frame.select(
-            *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
-        )
-        frame = frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long")).cache()
-        cached = frame
+        frame = _events(frame, batch).cache()
+        events = self._split_in_spark(frame, names, cached=frame)
+        events.route = "jdbc"
+        return events
+
+    def _read_spilled(self, batch: Batch, names: TableNames, spool: Spool) -> BatchEvents:
+        """A batch spilled to Parquet (cdc.pipeline.spool), read and split by Spark."""
+        try:
+            frame = _events(self.spark.read.parquet(spool.uri()), batch)
+            events = self._split_in_spark(frame, names)
+        except BaseException:
+            spool.remove()
+            raise
+        events.spool, events.route = spool, "spilled"
+        return events
+
+    def _split_in_spark(
+        self, frame: DataFrame, names: TableNames, cached: DataFrame | None = None
+    ) -> BatchEvents:
+        """A batch's events in Spark, split by table there: counts, signals and formats in
+        one aggregate."""
+        known = set(names.events)
         is_signal = F.coalesce(F.col("ev_type") == SIGNAL, F.lit(False))
         facts = (
             frame.groupBy("ev_extra1")
@@ -204,6 +282,14 @@ class BatchReader:
                 ~F.col("ev_extra1").isin(*sorted(known)) | F.col("ev_extra1").isNull()
             )
         return BatchEvents(counts, tables, strays, formats, cached=cached, signals=signals)
+
+
+def _events(frame: DataFrame, batch: Batch) -> DataFrame:
+    """A batch's events read by Spark, typed as ``EVENT_SCHEMA`` and with the batch's tick."""
+    frame = frame.select(
+        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(EVENT_SCHEMA)]
+    )
+    return frame.withColumn("tick_id", F.lit(batch.tick_id).cast("long"))
 
 
 def by_source(names: TableNames, counts: dict[str | None, int]) -> dict[str | None, int]:
