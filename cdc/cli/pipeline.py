@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import sys
 
 from cdc.cli import exitcodes
 from cdc.cli.common import pipeline_and_spark
@@ -44,8 +45,14 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     loader = snapshot.Snapshot(
         pipeline, session, progress=not args.no_progress, chunk_rows=args.chunk_rows
     )
+    failed = 0
     for table in args.tables:
-        result = loader.run(table, args.partitions, restart=args.restart)
+        try:
+            result = loader.run(table, args.partitions, restart=args.restart)
+        except snapshot.SnapshotFailed as exc:  # that table's: the others go on
+            print(f"cdc: error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
         resumed = f", resumed after {result.resumed_at:,} rows" if result.resumed_at else ""
         print(
             f"{result.table}: {result.rows:,} rows in {result.chunks} chunk(s) into"
@@ -53,7 +60,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             + (f", {result.quarantined:,} quarantined" if result.quarantined else "")
             + "; done once the drain applies its next batch"
         )
-    return 0
+    return exitcodes.COULD_NOT_RUN if failed else exitcodes.OK
 
 
 def cmd_resync(args: argparse.Namespace) -> int:
@@ -82,6 +89,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(json.dumps([v.as_dict() for v in verdicts], indent=2, default=str))
     else:
         for v in verdicts:
+            if v.error:
+                print(f"{v.source} -> {v.target}: NOT VERIFIED: {v.error}")
+                continue
             state = {verify.OK: "ok", verify.QUARANTINED: "ok but for quarantined keys"}.get(
                 v.state, "DIFFERS"
             )
@@ -101,4 +111,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     print(f"    {kind}: {k['key']}")
                     for c in k.get("columns", []):
                         print(f"      {c['column']}: source {c['source']!r}, Delta {c['delta']!r}")
-    return exitcodes.DIFFERS if any(v.differs for v in verdicts) else exitcodes.OK
+    if any(v.differs for v in verdicts):
+        return exitcodes.DIFFERS
+    return exitcodes.COULD_NOT_RUN if any(v.error for v in verdicts) else exitcodes.OK

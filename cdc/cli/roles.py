@@ -9,7 +9,9 @@ without running them.
   that group in this database, granted directly: the same privileges, which a later
   ``cdc install`` that adds functions needs granted again (run ``cdc grant`` again);
 - for ``drain`` and ``verify``: USAGE on the schemas and SELECT on the source tables
-  (``--tables``; by default every table captured into ``--queue``, or into any queue).
+  (``--tables``; by default every table captured into ``--queue``, or into any queue); and a
+  note for each of those tables with row-level security: whether the role gets past it, and
+  if not the fix (its reads refuse such a table, cdc.pg.reading).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from psycopg import sql
 from cdc import errors
 from cdc.cli.common import dsn
 from cdc.config import parse_table_name
-from cdc.pg import privileges, sqlfiles
+from cdc.pg import privileges, reading, sqlfiles
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,7 @@ def grant_statements(
                     sql.Identifier(schema, table), grantee
                 )
             )
+        notes.extend(reading.grant_notes(conn, role, names))
     return statements, notes
 
 

@@ -13,7 +13,10 @@ chunk's ``S_c`` (its ``txid_snapshot`` and the server clock just after it was ta
 returned), plans the chunk (``plan``: how many rows, and keys that cut it into ranges of
 equal row counts), and reads its rows as text: with COPY into Arrow on the driver, or with
 Spark's JDBC source, one key range per partition read in parallel by the executors, each
-importing ``S_c`` (``pg_export_snapshot``). ``typed`` casts the text as event values are
+importing ``S_c`` (``pg_export_snapshot``). Every one of those sessions runs in
+cdc.pg.reading's settings, so that no code of the table's owner runs in it, and a table whose
+row-level security applies to the reading role is refused (``RowSecurityRefused``), never
+copied in part. ``typed`` casts the text as event values are
 cast (cdc.pipeline.decode), so a chunk row and an event row of the same data are equal in
 Delta; a row with a value that does not cast carries the reason (it goes to the quarantine).
 """
@@ -29,7 +32,7 @@ from psycopg import sql
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc.pg import copyreader, pgtypes
+from cdc.pg import copyreader, pgtypes, reading
 from cdc.pipeline import decode
 from cdc.targets.table import quote
 
@@ -100,11 +103,14 @@ class ChunkReader:
             self.conn.execute("select pg_export_snapshot()").fetchone()[0] if jdbc else None
         )
         self.conn.execute(TEXT_SETTINGS)
+        reading.prepare(self.conn)  # no code of the table's owner runs here (cdc.pg.reading)
         # the columns now (a column added or dropped since the last chunk is followed);
         # ConfigError when the table is gone
         self.columns = pgtypes.keyed_columns(
             self.conn, schema, table, queue, registry_required=True
         )
+        reading.check(self.conn, schema, table)  # RowSecurityRefused: the table's failure
+        self.by_output = reading.text_by_output(self.conn, schema, table)
         self.keys = [c for c in self.columns if c.is_key]
         types = {
             name: (nsp, typ) for name, nsp, typ in self.conn.execute(KEY_TYPES_SQL, (schema, table))
@@ -161,10 +167,17 @@ class ChunkReader:
             parts.append(sql.SQL("({}) <= {}").format(keys, self._row(upto, literal)))
         return sql.SQL(" and ").join(parts) if parts else sql.SQL("true")
 
+    def _text(self, column: pgtypes.Column) -> sql.Composable:
+        """A column's value as text: ``::text``, or its type's output where a user's function
+        makes that cast (cdc.pg.reading)."""
+        ident = sql.Identifier(column.name)
+        if column.name in self.by_output:
+            return reading.output_text(ident)
+        return sql.SQL("{}::text").format(ident)
+
     def _text_select(self, where: sql.Composable, with_keys: bool = False) -> sql.Composed:
         cols = [
-            sql.SQL("{}::text as {}").format(sql.Identifier(c.name), sql.Identifier(c.name))
-            for c in self.columns
+            sql.SQL("{} as {}").format(self._text(c), sql.Identifier(c.name)) for c in self.columns
         ]
         if with_keys:  # the keys as they are, for the JDBC partitions' range predicates
             cols += [
@@ -184,9 +197,7 @@ class ChunkReader:
         at most parts ranges of about equal row counts (of expected rows, when the chunk
         is known to be smaller than rows: the whole table)."""
         step = max(1, -(-min(rows, expected or rows) // max(1, parts)))
-        texts = sql.SQL(", ").join(
-            sql.SQL("{}::text").format(sql.Identifier(c.name)) for c in self.keys
-        )
+        texts = sql.SQL(", ").join(self._text(c) for c in self.keys)
         where = self._range(after, None, literal=False)
         query = sql.SQL(
             "select rn, {texts} from (select rn, {keys}, lead(rn) over (order by rn) as nxt"
@@ -266,7 +277,7 @@ class ChunkReader:
         assert self.export is not None, "the reader was opened without a snapshot to export"
         init = (
             "set transaction isolation level repeatable read read only;"
-            f" set transaction snapshot '{self.export}'; {TEXT_SETTINGS}"
+            f" set transaction snapshot '{self.export}'; {TEXT_SETTINGS}; {reading.SETTINGS}"
         )
         options = {**props, "sessionInitStatement": init, "fetchsize": "10000"}
         select = self._text_select(sql.SQL("true"), with_keys=True)

@@ -9,6 +9,7 @@ repr (so NaN equals NaN), bytes as bytes.
 from __future__ import annotations
 
 import decimal
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -16,7 +17,7 @@ from psycopg import sql
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc.pg import pgtypes
+from cdc.pg import pgtypes, reading
 from cdc.targets import delta_table
 from cdc.targets.table import TableRef, quote
 
@@ -47,7 +48,13 @@ _ARRAY = (
 )
 
 
-def _source_expr(ident: sql.Composable, spark_type: str) -> sql.Composable:
+def _source_expr(ident: sql.Composable, spark_type: str, by_output: bool = False) -> sql.Composable:
+    """by_output: the column's type has a cast to text made by a user's function, which is
+    never called (cdc.pg.reading): its text is its type's output."""
+    if by_output and spark_type == "string":
+        return reading.output_text(ident)
+    if by_output and spark_type == "array<string>":
+        return sql.SQL("({})::text[]").format(reading.output_text(ident))
     if spark_type.startswith("array<"):
         element = spark_type[len("array<") : -1]
         if element in ("date", "timestamp", "timestamp_ntz"):
@@ -71,9 +78,12 @@ def _source_expr(ident: sql.Composable, spark_type: str) -> sql.Composable:
     return ident
 
 
-def source_query(schema: str, table: str, cols: list[pgtypes.Column]) -> sql.Composed:
-    """The query of the table's rows, ordered by key, whose rows normal() makes comparable."""
-    exprs = [_source_expr(sql.Identifier(c.name), c.spark_type) for c in cols]
+def source_query(
+    schema: str, table: str, cols: list[pgtypes.Column], by_output: Collection[str] = ()
+) -> sql.Composed:
+    """The query of the table's rows, ordered by key, whose rows normal() makes comparable;
+    by_output: the columns read as their type's output (cdc.pg.reading.text_by_output)."""
+    exprs = [_source_expr(sql.Identifier(c.name), c.spark_type, c.name in by_output) for c in cols]
     keys = [sql.Identifier(c.name) for c in cols if c.is_key]
     return sql.SQL("select {} from {}.{} order by {}").format(
         sql.SQL(", ").join(exprs),

@@ -68,6 +68,7 @@ __all__ = [
     "PARTITIONS",
     "Job",
     "Snapshot",
+    "SnapshotFailed",
     "SnapshotResult",
     "new_states",
     "request",
@@ -82,6 +83,11 @@ SIGNAL_TYPE = "cdc.snapshot"  # ev_type of the snapshot signal event
 CHUNK_RETRIES = 3  # cdc snapshot: a chunk whose connection was lost is tried again
 PROGRESS_EVERY = 5.0  # seconds between progress lines (--no-progress: only the summary)
 NICE = 10  # cdc snapshot lowers its CPU priority by this much (--nice): the drain comes first
+
+
+class SnapshotFailed(CdcError):
+    """A table's snapshot failed for a cause of that table's (its state is saved failed, with
+    the reason): the snapshots of other tables may go on."""
 
 
 @dataclass(frozen=True)
@@ -205,14 +211,16 @@ class Snapshot:
                         job.chunk(_position(queue))
                 return
             except Exception as exc:
-                failure = failure_of(exc, self.pipeline)
+                failure = failure_of(exc, self.pipeline, job.source)
                 if isinstance(exc, psycopg.OperationalError) and attempt < CHUNK_RETRIES:
                     log.warning("snapshot of %s: %s; trying again", job.source, failure.message)
                     time.sleep(2.0 * attempt)
                     continue
                 if failure.kind == failures.TABLE:
                     job.fail(failure.message)
-                    raise CdcError(f"snapshot of {job.source} failed: {failure.message}") from exc
+                    raise SnapshotFailed(
+                        f"snapshot of {job.source} failed: {failure.message}"
+                    ) from exc
                 raise
 
     def _copy(self, targets: list[TableMap], partitions: int) -> tuple[int, int]:

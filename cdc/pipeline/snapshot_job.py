@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from cdc import failures
 from cdc.config import Pipeline, TableMap
 from cdc.errors import ConfigError
-from cdc.pg import pgtypes
+from cdc.pg import pgtypes, reading
 from cdc.pg import source as source_module
 from cdc.pipeline import chunks, driver_decode
 from cdc.pipeline.chunks import ChunkPlan
@@ -250,11 +250,17 @@ class Job:
         )
 
 
-def failure_of(exc: BaseException, pipeline: Pipeline) -> failures.Failure:
+def failure_of(
+    exc: BaseException, pipeline: Pipeline, source: str | None = None
+) -> failures.Failure:
     """How a chunk's error counts: infrastructure (the run stops; the chunk is done again
-    by the next run) or the table's (the snapshot fails, with the reason)."""
+    by the next run) or the table's (the snapshot fails, with the reason). source: the
+    table's name, for the message."""
     if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
         return failures.Failure(failures.TABLE, f"the source table is gone: {exc}".strip())
+    refused = reading.refusal(exc, source or "?")
+    if refused is not None:  # row-level security, met by a read (cdc.pg.reading)
+        return failures.Failure(failures.TABLE, str(refused))
     return failures.classify(exc, pipeline.target_path)
 
 

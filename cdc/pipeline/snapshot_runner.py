@@ -149,7 +149,7 @@ class SnapshotRunner:
         try:
             job.chunk(position)
         except Exception as exc:
-            failure = snapshot_job.failure_of(exc, self.pipeline)
+            failure = snapshot_job.failure_of(exc, self.pipeline, job.source)
             if failure.kind == failures.INFRA:
                 raise
             del self.jobs[job.source]

@@ -22,6 +22,11 @@ find the differing primary keys (a bounded list): missing in Delta, extra in Del
 (with its differing columns, from one more pass over the source). A differing key with an
 open quarantined event or snapshot row (cdc.targets.quarantine) is counted apart, as
 quarantined: the Verdict's state is ``differs`` only when some key differs without one.
+
+The source is read in cdc.pg.reading's settings: no code of a table's owner runs in verify's
+session, and a table whose row-level security applies to verify's role is not compared (its
+rows would be only those its policies let through): its Verdict is ``failed``, with the
+reason and the fix, and the other tables are compared.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from pyspark.sql import SparkSession
 
 from cdc.config import Pipeline, TableMap
 from cdc.errors import CdcError
-from cdc.pg import pgtypes
+from cdc.pg import pgtypes, reading
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
 from cdc.pipeline import compare
@@ -49,7 +54,7 @@ LOCK_TIMEOUT = "5s"  # waiting longer for the SHARE locks gives up: run verify a
 POINT_ATTEMPTS = 5  # tries at a consistent point while other ticks come in between
 LIMIT = 20  # differing keys shown per table
 COLUMNS_KEPT = 1000  # Delta rows of changed keys kept for their differing columns
-OK, QUARANTINED, DIFFERS = "ok", "quarantined", "differs"  # Verdict.state
+OK, QUARANTINED, DIFFERS, FAILED = "ok", "quarantined", "differs", "failed"  # Verdict.state
 
 
 @dataclass
@@ -67,16 +72,24 @@ class Verdict:
     # the first ones, real differences first: kind, key, quarantined, and for a changed
     # key the differing columns
     keys: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""  # why the table could not be compared (row-level security...)
 
     @property
     def ok(self) -> bool:
         """Source and Delta hold the same rows."""
-        return self.source_rows == self.delta_rows and self.source_hash == self.delta_hash
+        return (
+            not self.error
+            and self.source_rows == self.delta_rows
+            and self.source_hash == self.delta_hash
+        )
 
     @property
     def state(self) -> str:
         """ok; quarantined: every differing key has an open quarantined event (``cdc
-        quarantine list`` shows them); differs: some key differs without one."""
+        quarantine list`` shows them); differs: some key differs without one; failed: the
+        table could not be compared (``error`` says why)."""
+        if self.error:
+            return FAILED
         if self.ok:
             return OK
         return DIFFERS if self.differences else QUARANTINED
@@ -125,6 +138,7 @@ class Verifier:
             catch_up.run()
         tick_id, snapshot = self._consistent_point(maps)
         try:
+            reading.prepare(snapshot)  # no code of a table's owner runs in it
             with Drain(self.pipeline, self.spark, tick=False) as to_tick:
                 to_tick.run(stop_at_tick=tick_id)
             versions = self._versions_at(tick_id, maps)
@@ -220,9 +234,10 @@ class Verifier:
     def _source_rows(
         self, snapshot: psycopg.Connection, m: TableMap, cols: list[pgtypes.Column]
     ) -> Iterator[tuple[Any, ...]]:
+        by_output = reading.text_by_output(snapshot, m.schema, m.name)
         with snapshot.cursor(name=f"cdc_verify_{abs(hash(m.target))}") as cur:
             cur.itersize = 10_000
-            cur.execute(compare.source_query(m.schema, m.name, cols))
+            cur.execute(compare.source_query(m.schema, m.name, cols, by_output))
             for row in cur:
                 yield compare.normal(row)
 
@@ -239,6 +254,11 @@ class Verifier:
         queue = self.pipeline.source.capture_queue
         cols = pgtypes.keyed_columns(snapshot, m.schema, m.name, queue, registry_required=True)
         verdict = Verdict(m.source, m.target, tick_id, version)
+        try:
+            reading.check(snapshot, m.schema, m.name)
+        except reading.SourceUnreadable as exc:  # row-level security: reported, not compared
+            verdict.error = str(exc)
+            return verdict
         verdict.source_rows, verdict.source_hash = _summary(self._source_rows(snapshot, m, cols))
         verdict.delta_rows, verdict.delta_hash = _summary(self._delta_rows(m, cols, version))
         if verdict.ok:
