@@ -13,6 +13,9 @@ Importing this package, the names and the flags needs neither pyspark nor pyarro
 from cdc.formats.registry import (
     FORMATS,
     NAMES,
+    RECREATED,
+    RECREATED_OP,
+    RESET_OPS,
     TRUNCATE_TYPES,
     by_name,
     format_flags,
@@ -26,6 +29,9 @@ from cdc.formats.spec import Format
 __all__ = [
     "FORMATS",
     "NAMES",
+    "RECREATED",
+    "RECREATED_OP",
+    "RESET_OPS",
     "TRUNCATE_TYPES",
     "Format",
     "by_name",

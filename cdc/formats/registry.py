@@ -10,7 +10,10 @@ generated from that:
 
 A TRUNCATE written as a bare ev_type that several formats share (``R``: urlenc and sql) gets
 op ``R`` and no format; it counts for no format in ``formats_of`` / ``format_flags``, whose
-purpose is to say which decoders a batch needs (a TRUNCATE needs none).
+purpose is to say which decoders a batch needs (a TRUNCATE needs none). So does the marker a
+table gets when it takes the name of a dropped table (ev_type ``RECREATED``, written by
+cdc._cap_succeed in any format's queue): op ``X``, which empties a mirror target as a
+TRUNCATE does (``RESET_OPS``): the events before it belong to the dropped table.
 
 Adding a format: one module holding its ``FORMAT`` (see cdc.formats.spec), one entry in
 ``FORMATS``.
@@ -34,6 +37,9 @@ NAMES: tuple[str, ...] = tuple(f.name for f in FORMATS)
 TRUNCATE_TYPES: tuple[str, ...] = tuple(
     sorted({f.truncate_type for f in FORMATS if f.truncate_type is not None})
 )
+RECREATED = "cdc.recreated"  # ev_type of the marker of a table re-created under its name
+RECREATED_OP = "X"  # its op
+RESET_OPS: tuple[str, ...] = ("R", RECREATED_OP)  # the ops that empty a mirror target
 
 
 def by_name(name: str) -> Format:
@@ -72,10 +78,12 @@ def format_of(ev_type: Column) -> Column:
 
 
 def op_of(ev_type: Column, fmt: Column) -> Column:
-    """I, U, D or R of each event, given its format (``format_of``); null when unknown."""
+    """I, U, D, R or X of each event, given its format (``format_of``); null when unknown."""
     from pyspark.sql import functions as F
 
-    case = F.when(ev_type.isin(*TRUNCATE_TYPES), F.lit("R"))
+    case = F.when(ev_type.isin(*TRUNCATE_TYPES), F.lit("R")).when(
+        ev_type == RECREATED, F.lit(RECREATED_OP)
+    )
     return reduce(lambda c, f: c.when(fmt == f.name, f.op(ev_type)), FORMATS, case)
 
 

@@ -415,6 +415,9 @@ class BatchApplier:
         delta_table.retry_conflicts(write, f"table {part.table.target}")
         if facts.bad:
             out.bad = out.decoded.bad
+            if facts.recreated_at is not None and kind.holds_rows:
+                # a dropped table's events, which the marker of its successor empties away
+                out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)
 
     def _quarantine(self, batch: Batch, bad: list[DataFrame]) -> int:
         if not bad:

@@ -57,8 +57,11 @@ class Facts:
 
     events: int
     bad: int
-    truncated_at: int | None  # ev_id of the batch's last TRUNCATE of the table
+    truncated_at: int | None  # ev_id of the batch's last TRUNCATE (or RECREATED) of the table
     key_range: tuple[str, str] | None  # lowest and highest first key column value, as text
+    # ev_id of the batch's last marker of the table re-created (formats.RECREATED): the
+    # events before it are the dropped table's
+    recreated_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -76,17 +79,19 @@ class Decoded:
         """One pass over the decoded events (the first: it fills the cache)."""
         first = F.col(value(next(i for i, c in enumerate(columns) if c.is_key)))
         op = F.col(meta("op"))
-        good = F.col(REASON).isNull() & (op != "R")
+        resets = op.isin(*formats.RESET_OPS)
+        good = F.col(REASON).isNull() & ~resets
         row = self.cached.agg(
             F.count("*"),
             F.count(REASON),
-            F.max(F.when(op == "R", F.col(meta("ev_id")))),
+            F.max(F.when(resets, F.col(meta("ev_id")))),
             # as text: a date past 9999 or before year 1 has no Python form
             F.min(F.when(good, first)).cast("string"),
             F.max(F.when(good, first)).cast("string"),
+            F.max(F.when(op == formats.RECREATED_OP, F.col(meta("ev_id")))),
         ).collect()[0]
         key_range = None if row[3] is None else (row[3], row[4])
-        return Facts(row[0], row[1], row[2], key_range)
+        return Facts(row[0], row[1], row[2], key_range, row[5])
 
 
 def _array_elements(text: str | None) -> list[str | None] | None:
@@ -111,18 +116,21 @@ FORMATS = formats.NAMES  # every format's name: decode all when the batch's are 
 
 
 def with_op_and_map(events: DataFrame, batch_formats: Collection[str] = FORMATS) -> DataFrame:
-    """Adds fmt (its format's name), op (I U D R) and kv (column -> text) to raw events.
+    """Adds fmt (its format's name), op (I U D R, X: formats.RECREATED) and kv (column ->
+    text) to raw events.
 
     batch_formats: the formats of the events there (``cdc.formats.formats_of``); leaving out
     those that are absent keeps the plan simple: urlenc decoding is not compiled code (it
     maps over the keys and values), and a Python-decoded format (sql) needs a second pass.
-    A TRUNCATE's kv is empty; an event no format recognises has op null."""
+    A TRUNCATE's kv is empty, and so is a RECREATED marker's; an event no format recognises
+    has op null."""
     ev_type, fmt, op = F.col("ev_type"), F.col("fmt"), F.col("op")
     typed = events.withColumn("fmt", formats.format_of(ev_type)).withColumn(
         "op", formats.op_of(ev_type, fmt)
     )
     chosen = [f for f in formats.FORMATS if f.name in batch_formats]
-    kv = F.when(op == "R", F.create_map())
+    resets = op.isin(*formats.RESET_OPS)
+    kv = F.when(resets, F.create_map())
     for f in chosen:
         if f.jvm_map is not None:
             kv = kv.when(fmt == f.name, f.jvm_map(F.col("ev_data")))
@@ -131,10 +139,10 @@ def with_op_and_map(events: DataFrame, batch_formats: Collection[str] = FORMATS)
         return typed.withColumn("kv", kv)
     # Spark evaluates a Python UDF on every row of its input, whatever the CASE around it:
     # only that format's events go through Python, the others stay in the JVM
-    is_python = fmt.isin(*[f.name for f in in_python]) & (op != "R")
+    is_python = fmt.isin(*[f.name for f in in_python]) & ~resets
     parts = [typed.where(~is_python | is_python.isNull()).withColumn("kv", kv)]
     for f in in_python:
-        rows = typed.where((fmt == f.name) & (op != "R"))
+        rows = typed.where((fmt == f.name) & ~resets)
         parts.append(rows.withColumn("kv", _python_udf(f)(op, F.col("ev_data"))))
     return reduce(DataFrame.unionByName, parts)
 
@@ -251,7 +259,7 @@ def decode_table(
             F.concat(F.lit("undecodable "), F.coalesce(F.col("fmt"), F.lit("")), F.lit(" payload")),
         )
         .when(
-            (F.col("op") != "R") & missing_key,
+            ~F.col("op").isin(*formats.RESET_OPS) & missing_key,
             F.concat(
                 F.lit("no value for key column "),
                 F.concat_ws(", ", *[F.when(kv.getItem(k).isNull(), F.lit(k)) for k in keys]),

@@ -20,7 +20,8 @@ Only where the answer is certainly Spark's. Anything else is undecided, and the 
 is decoded by Spark as before (which quarantines the bad events):
 
 - a bad event of any kind (unknown type, undecodable payload, a missing key, a column the
-  source lacks, a value that does not cast), and a TRUNCATE (the driver's path takes none);
+  source lacks, a value that does not cast), a TRUNCATE and the marker of a table re-created
+  under its name (formats.RECREATED), which empty the target (the driver's path takes none);
 - more than ONE_BY_ONE events of no shape (sql events, which sqlglot parses one by one);
 - a target column whose type differs from the source's (schema_drift's source_types);
 - a value in a form PostgreSQL does not write (``" 12"``, ``"1e5"`` for an integer,
@@ -314,8 +315,8 @@ def _kv(fmt: formats.Format | None, ev_type: str | None, ev_data: str | None) ->
 
 def _op(fmt: formats.Format | None, ev_type: str | None) -> str:
     """The op (I, U, D) of one row event's ev_type, in a format that decodes on the driver."""
-    if ev_type is None or ev_type in formats.TRUNCATE_TYPES:
-        raise Undecided("a TRUNCATE, or an event without a type")
+    if ev_type is None or ev_type in formats.TRUNCATE_TYPES or ev_type == formats.RECREATED:
+        raise Undecided("a TRUNCATE, a table re-created, or an event without a type")
     if fmt is None or fmt.driver_op is None or fmt.driver_map is None:
         raise Undecided(f"ev_type {ev_type[:40]!r}: no driver-side decoder")
     op = fmt.driver_op(ev_type)

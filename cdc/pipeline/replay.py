@@ -61,7 +61,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc import failures
+from cdc import failures, formats
 from cdc.config import Pipeline, TableMap
 from cdc.errors import CdcError
 from cdc.pg import pgtypes
@@ -200,7 +200,7 @@ class Replayer:
         run = quarantine.next_run(self.spark, self.rref)
         typed = decode.with_op_and_map(events).cache()
         by_failing = F.col("reason").startswith("target ")  # is_failing_reason
-        truncate = F.col("op") == "R"
+        truncate = F.col("op").isin(*formats.RESET_OPS)  # a TRUNCATE, a table re-created
         superseded: DataFrame | None = None
         for m in maps:
             if not registry.holds_rows(m.mode):
@@ -217,7 +217,7 @@ class Replayer:
             plan = plan.withColumn("__later", F.lit(None).cast("boolean"))
         state = (
             F.when(F.col("reason").startswith("target "), F.lit(quarantine.SUPERSEDED))
-            .when(F.col("op") == "R", F.lit(quarantine.FAILED))
+            .when(truncate, F.lit(quarantine.FAILED))
             .when(F.col("__later"), F.lit(quarantine.SUPERSEDED))
             .otherwise(F.lit(quarantine.REPLAYING))
         )
@@ -227,7 +227,7 @@ class Replayer:
                 F.lit("superseded by the resync of its failing target"),
             )
             .when(
-                F.col("op") == "R",
+                truncate,
                 F.lit(
                     f"a TRUNCATE is not replayed (it would empty the target of later changes):"
                     f" `cdc resync {result.source}` rebuilds the table"

@@ -1,8 +1,9 @@
 """The history kind: the target holds one row per event of the source table (TRUNCATE
-included, with empty columns), appended in one commit per batch marked with the batch's
-Commit. Its rows are the events' meta columns (HISTORY_META) and the source's columns: a
-source column of one of those names is refused. It is never loaded from a snapshot (events
-cannot be re-read from the source) and needs no file order.
+included, with empty columns, and so is the marker of a table re-created under its name: op
+X, the rows before it being the dropped table's), appended in one commit per batch marked
+with the batch's Commit. Its rows are the events' meta columns (HISTORY_META) and the
+source's columns: a source column of one of those names is refused. It is never loaded from
+a snapshot (events cannot be re-read from the source) and needs no file order.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 A batch's events of the table are folded to one action per key (cdc.targets.fold) and
 MERGEd into the target (a batch decoded on the driver: folded and MERGEd there,
 ``apply_on_driver``), with a literal range of the first key column that prunes files; a
-batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE.
+batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE, and
+so does one with the marker of a table re-created under the source's name (op X,
+cdc.formats.RECREATED): the events before it are the dropped table's.
 Both are one commit marked with the batch's Commit. A snapshot writes the source's rows
 in chunks (``upsert``: whole rows, never a delete), ``cdc resync`` overwrites them;
 maintenance orders its files by the first key column (the pruning range's).

@@ -34,3 +34,17 @@ create table if not exists cdc.capture_rule (
     rule_created  timestamptz not null default now(),
     unique (rule_schema, rule_table, rule_queue)
 );
+
+-- Captures of tables that were dropped (cdc._on_sql_drop), by queue and the name the table had:
+-- the next table captured into that queue under that name is another table, whose capture
+-- begins with a marker event (cdc._cap_succeed), so that a consumer keeps none of the dropped
+-- table's rows. drop_table is the dropped table's OID, for the record. Removing the queue
+-- removes its rows.
+create table if not exists cdc.capture_dropped (
+    drop_queue    text not null references cdc.queue (queue_name) on update cascade on delete cascade,
+    drop_schema   text not null,
+    drop_name     text not null,
+    drop_table    oid not null,
+    drop_time     timestamptz not null default now(),
+    primary key (drop_queue, drop_schema, drop_name)
+);

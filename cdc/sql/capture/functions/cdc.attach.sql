@@ -56,7 +56,9 @@ $$ language sql;
 --
 --      Generates and runs the capture DDL of a table (function, then triggers) and records it.
 --      No check of the caller: cdc.attach checks it; the event trigger regenerates with the
---      options stored by an earlier attach.
+--      options stored by an earlier attach. A table that takes the name of a dropped one
+--      captured into the queue gets the marker event first, and the snapshot signal when it
+--      may hold rows (cdc._cap_succeed).
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_apply(i_table regclass, i_queue_name text, i_opts jsonb)
 returns text as $$
@@ -64,6 +66,9 @@ declare
     gen record;
 begin
     select * into gen from cdc._cap_generate(i_table, i_queue_name, i_opts);
+    if cdc._cap_succeed(i_table, i_queue_name) and cdc._cap_may_hold_rows(i_table) then
+        perform cdc._cap_snapshot_signal(i_table, i_queue_name);
+    end if;
     execute gen.func_ddl;
     execute gen.trigger_ddl;
     perform cdc._cap_record(i_table, i_queue_name, i_opts);

@@ -286,7 +286,8 @@ $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
 -- Function: cdc._on_sql_drop()  (event trigger, sql_drop)
 --
 --      Forgets the captures of dropped tables and drops their generated functions (the
---      triggers went with the tables).
+--      triggers went with the tables), and remembers each in cdc.capture_dropped by queue and
+--      name: a table captured later under that name is another table (cdc._cap_succeed).
 -- ----------------------------------------------------------------------
 create or replace function cdc._on_sql_drop()
 returns event_trigger as $$
@@ -300,9 +301,70 @@ begin
     loop
         execute format('drop function if exists cdc.%I()', cap.cap_function);
         delete from cdc.capture where cap_table = cap.cap_table and cap_queue = cap.cap_queue;
+        insert into cdc.capture_dropped (drop_queue, drop_schema, drop_name, drop_table)
+        values (cap.cap_queue, cap.cap_schema, cap.cap_name, cap.cap_table)
+        on conflict (drop_queue, drop_schema, drop_name) do update
+           set drop_table = excluded.drop_table, drop_time = now();
     end loop;
 end;
 $$ language plpgsql security definer set search_path = pg_catalog, pg_temp;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_succeed(table, queue_name)
+--
+--      Called as a table's capture into a queue begins (cdc._cap_apply, before its triggers
+--      exist). When a dropped table was captured into the queue under the name this table has
+--      now, this one is another table, and the events of that name still queued belong to the
+--      dropped one: a consumer must keep none of its rows. So a marker event goes into the
+--      queue first: ev_type 'cdc.recreated', ev_data {"table": "s.t", "dropped": [oid, ...]},
+--      ev_extra1 "s.t" (unquoted, as capture events write it). Every event of the dropped
+--      table has a lower ev_id (the DROP waited for its writers) and every event of this one a
+--      higher (its triggers come after), so the drain, which reads a batch in ev_id order,
+--      empties the table's mirror targets at the marker, in whatever batch each side falls.
+--      The dropped captures are those cdc._on_sql_drop remembered and, where no event trigger
+--      ran at the drop (no superuser at install, a disabled trigger), a capture of the name
+--      whose table is gone (its generated function is dropped here). Both are forgotten.
+--
+-- Returns:
+--      Whether a marker was written.
+-- Tables: cdc.capture_dropped, cdc.capture, cdc.event (insert)
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_succeed(i_table regclass, i_queue_name text)
+returns boolean as $$
+declare
+    nsp  text;
+    rel  text;
+    gone oid[];
+    cap  cdc.capture;
+begin
+    select n.nspname, c.relname into nsp, rel
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+     where c.oid = i_table;
+    with forgotten as (
+        delete from cdc.capture_dropped
+         where drop_queue = i_queue_name and drop_schema = nsp and drop_name = rel
+        returning drop_table)
+    select array_agg(drop_table) into gone from forgotten;
+    for cap in
+        select * from cdc.capture c
+         where c.cap_queue = i_queue_name and c.cap_schema = nsp and c.cap_name = rel
+           and not exists (select 1 from pg_class r where r.oid = c.cap_table)
+           for update
+    loop
+        execute format('drop function if exists cdc.%I()', cap.cap_function);
+        delete from cdc.capture where cap_table = cap.cap_table and cap_queue = cap.cap_queue;
+        gone := coalesce(gone, '{}') || cap.cap_table;
+    end loop;
+    if gone is null then
+        return false;
+    end if;
+    perform cdc.insert_event(i_queue_name, 'cdc.recreated',
+                             jsonb_build_object('table', nsp || '.' || rel, 'dropped', to_jsonb(gone::bigint[]))::text,
+                             nsp || '.' || rel, null, null, null);
+    return true;
+end;
+$$ language plpgsql;
 
 
 -- ----------------------------------------------------------------------

@@ -302,29 +302,45 @@ $$ language sql volatile;
 
 
 -- ----------------------------------------------------------------------
--- Function: cdc._cap_rule_attach(rule, table)
+-- Function: cdc._cap_snapshot_signal(table, queue_name)
 --
---      Attaches a table by a rule, checked by the caller (cdc._cap_rule_refusal): with the
---      rule's options (and the table's unique key), into the rule's queue, then the snapshot
---      signal when the table may hold rows. Waits for any concurrent attach of the table (the
---      lock of the guard trigger); false when the table is captured into the queue by then.
+--      Inserts the snapshot signal of a table into the queue (see the top of this file).
 -- ----------------------------------------------------------------------
-create or replace function cdc._cap_rule_attach(i_rule cdc.capture_rule, i_table regclass)
-returns boolean as $$
+create or replace function cdc._cap_snapshot_signal(i_table regclass, i_queue_name text)
+returns void as $$
 declare
     qualified text := (select n.nspname || '.' || c.relname
                          from pg_class c join pg_namespace n on n.oid = c.relnamespace
                         where c.oid = i_table);
 begin
+    perform cdc.insert_event(i_queue_name, 'cdc.snapshot',
+                             jsonb_build_object('table', qualified)::text, qualified,
+                             null, null, null);
+end;
+$$ language plpgsql;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_rule_attach(rule, table)
+--
+--      Attaches a table by a rule, checked by the caller (cdc._cap_rule_refusal): with the
+--      rule's options (and the table's unique key), into the rule's queue, after the marker
+--      of a table that takes a dropped one's name (cdc._cap_succeed), then the snapshot
+--      signal when the table may hold rows. Waits for any concurrent attach of the table (the
+--      lock of the guard trigger); false when the table is captured into the queue by then.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_rule_attach(i_rule cdc.capture_rule, i_table regclass)
+returns boolean as $$
+begin
     perform pg_advisory_xact_lock('cdc.capture'::regclass::oid::integer, i_table::oid::integer);
     if exists (select 1 from cdc.capture where cap_table = i_table and cap_queue = i_rule.rule_queue) then
         return false;
     end if;
+    -- here, so that cdc._cap_apply finds no dropped table left and adds no second signal
+    perform cdc._cap_succeed(i_table, i_rule.rule_queue);
     perform cdc._cap_apply(i_table, i_rule.rule_queue, cdc._cap_key_options(i_table, i_rule.rule_options));
     if cdc._cap_may_hold_rows(i_table) then
-        perform cdc.insert_event(i_rule.rule_queue, 'cdc.snapshot',
-                                 jsonb_build_object('table', qualified)::text, qualified,
-                                 null, null, null);
+        perform cdc._cap_snapshot_signal(i_table, i_rule.rule_queue);
     end if;
     return true;
 end;
