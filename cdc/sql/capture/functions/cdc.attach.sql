@@ -28,14 +28,15 @@ $$ language plpgsql stable;
 -- Function: cdc._cap_record(table, queue_name, options)
 --
 --      Records a capture as just generated in cdc.capture: the table's current name, column
---      signature and options. When the table's name changed since the last generation, the
+--      signature and options (with their format: cdc._cap_format_options). When the table's name changed since the last generation, the
 --      earlier one ("schema.name", the ev_extra1 form) is added to cap_aliases, so that queued
 --      events carrying it can still be routed (cdc.get_capture_aliases).
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_record(i_table regclass, i_queue_name text, i_opts jsonb)
 returns void as $$
     insert into cdc.capture as cap (cap_table, cap_schema, cap_name, cap_queue, cap_options, cap_columns, cap_function)
-    select i_table, n.nspname, c.relname, i_queue_name, i_opts, cdc._cap_signature(i_table),
+    select i_table, n.nspname, c.relname, i_queue_name, cdc._cap_format_options(i_opts),
+           cdc._cap_signature(i_table),
            (cdc._cap_names(i_table, cdc._queue(i_queue_name))).func
       from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = i_table
     on conflict (cap_table, cap_queue) do update
@@ -86,8 +87,11 @@ $$ language plpgsql;
 --      error nothing changes. The session's login role must be a member of the table's owner
 --      role (QC025); option expressions are checked inside PostgreSQL whoever calls (QC026,
 --      see cdc.capture_ddl.sql). A table without a primary key and without a pkey option is
---      keyed by its usable unique index, recorded as pkey (cdc._cap_key_options). The owner of the cdc schema must be allowed to create
---      triggers on the table (own it, be a superuser, or hold the TRIGGER privilege).
+--      keyed by its usable unique index, recorded as pkey (cdc._cap_key_options). Options
+--      without a format are json's, in row and statement mode alike (the format of `cdc attach`
+--      without --format); a null or unknown format is QC006 (cdc._cap_format_options). The
+--      owner of the cdc schema must be allowed to create triggers on the table (own it, be a
+--      superuser, or hold the TRIGGER privilege).
 --
 -- Returns:
 --      The SQL that was run.

@@ -31,7 +31,7 @@ returns text as $$
 declare
     nsp    text;
     rel    text;
-    fmt    text := coalesce(i_opts ->> 'format', 'sql');
+    fmt    text := coalesce(i_opts ->> 'format', 'json');  -- set by cdc._cap_generate
     extra  text[] := array[null, null, null, null];
     magic  jsonb := '{}';
     m      text;
@@ -50,8 +50,6 @@ begin
         end if;
         extra[k] := coalesce(extra[k], magic ->> ('extra' || k));
     end loop;
-    -- options without a format (only a direct SQL call omits it) have always had the sql
-    -- format's ev_type: kept as they were
     if i_op = 'TRUNCATE' then
         ev_type := format('cdc._cap_ev_type(%L, %L, %L, %L, cdc._cap_primary_key(TG_RELID))',
                           fmt, i_op, nsp, rel);

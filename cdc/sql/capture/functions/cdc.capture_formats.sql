@@ -18,7 +18,7 @@ $$ language sql immutable;
 -- ----------------------------------------------------------------------
 -- Function: cdc._cap_check_format(format)
 --
---      Raises QC006 for a format that is not one of cdc._cap_formats().
+--      Raises QC006 for a format that is null or not one of cdc._cap_formats().
 -- ----------------------------------------------------------------------
 create or replace function cdc._cap_check_format(i_format text)
 returns void as $$
@@ -26,11 +26,37 @@ declare
     names text[] := cdc._cap_formats();
     n     integer := cardinality(names);
 begin
-    if i_format <> all (names) then
+    if i_format is null or i_format <> all (names) then
         raise exception using errcode = 'QC006',
-            message = format('unknown format %L: use %s or %s',
-                             i_format, array_to_string(names[1 : n - 1], ', '), names[n]);
+            message = format('%s: use %s or %s',
+                             case when i_format is null then 'format is null'
+                                  else format('unknown format %L', i_format) end,
+                             array_to_string(names[1 : n - 1], ', '), names[n]),
+            hint = 'leave the format out for json, the format of cdc attach without --format';
     end if;
+end;
+$$ language plpgsql immutable;
+
+
+-- ----------------------------------------------------------------------
+-- Function: cdc._cap_format_options(options)
+--
+--      The capture options with their format: json when they name none (as `cdc attach`
+--      without --format, and a capture rule), so that every part of the generated function
+--      (payload and ev_type, row and statement mode) writes the one format. QC006 for options
+--      that are not a JSON object, and for a format that is null or unknown.
+-- ----------------------------------------------------------------------
+create or replace function cdc._cap_format_options(i_opts jsonb)
+returns jsonb as $$
+begin
+    if jsonb_typeof(i_opts) is distinct from 'object' then
+        raise exception using errcode = 'QC006', message = 'options must be a JSON object';
+    end if;
+    if not i_opts ? 'format' then
+        return i_opts || jsonb_build_object('format', 'json');
+    end if;
+    perform cdc._cap_check_format(i_opts ->> 'format');
+    return i_opts;
 end;
 $$ language plpgsql immutable;
 

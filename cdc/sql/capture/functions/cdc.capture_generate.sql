@@ -7,7 +7,7 @@
 -- body (cdc.capture_triggers.sql), and statement mode (cdc.capture_statement.sql).
 --
 -- Options (jsonb, as written by cdc.capture in Python):
---   format      'json' | 'urlenc' | 'sql'
+--   format      'json' | 'urlenc' | 'sql'; json when left out (cdc._cap_format_options)
 --   ignore      [column, ...]    columns left out of the events
 --   pkey        [column, ...]    key columns, instead of the primary key
 --   backup      bool             old row in ev_extra2 on UPDATE (json, urlenc)
@@ -56,7 +56,7 @@ create or replace function cdc._cap_generate(
 as $$
 declare
     q        cdc.queue;
-    fmt      text := coalesce(i_opts ->> 'format', 'json');
+    fmt      text;
     ignore   text[] := array(select jsonb_array_elements_text(coalesce(i_opts -> 'ignore', '[]')));
     magic    text[];
     unsent   text[];  -- left out of the payload: ignored and magic columns
@@ -80,7 +80,9 @@ begin
     perform cdc._require(i_table, 'table');
     q := cdc._queue(i_queue_name);
     perform cdc._require(i_opts, 'options');
-    perform cdc._cap_check_format(fmt);
+    -- every part below (payload, ev_type, statement mode) reads the format from the options
+    i_opts := cdc._cap_format_options(i_opts);
+    fmt := i_opts ->> 'format';
     select n.nspname, c.relname into nsp, rel
       from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = i_table;
     pkey := cdc._cap_pkey(i_table, array(select jsonb_array_elements_text(i_opts -> 'pkey')));

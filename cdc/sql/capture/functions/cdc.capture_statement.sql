@@ -29,9 +29,7 @@ create or replace function cdc._cap_statement_sql(
     i_func text, i_trigger text, out func_ddl text, out trigger_ddl text)
 as $$
 declare
-    -- Options without a format (only a direct SQL call omits it) have always given urlenc
-    -- payloads in statement mode: kept as they were.
-    fmt      text := coalesce(i_opts ->> 'format', 'urlenc');
+    fmt      text := coalesce(i_opts ->> 'format', 'json');  -- set by cdc._cap_generate
     opts     jsonb := i_opts;
     whenexpr text := i_opts ->> 'when';
     magic    text[] := cdc._cap_magic_columns(i_table);
