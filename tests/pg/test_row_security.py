@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from cdc import cli
+from cdc import cli, failures
 from cdc.pg import capture, pgtypes, reading
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Queue
-from cdc.pipeline import chunks, compare
+from cdc.pipeline import chunks, compare, snapshot_job
+from tests.support import drainkit
 from tests.support.roles import LoginRoles
 
 # The table owner's code: every function below goes through app.note, which raises when any
@@ -123,6 +125,23 @@ def test_a_chunk_refuses_a_table_under_row_level_security(
     with chunks.ChunkReader(dsn, "app", "secret", "q", False) as reader:
         data = reader.read_arrow(None, reader.plan(None, 100))
     assert data is not None and data.num_rows == 20
+
+
+def test_a_refusal_is_a_failure_of_that_table_only(roles: Roles, tmp_path: Path) -> None:
+    """Both refusals, the reading sessions' own and PostgreSQL's under row_security = off
+    (a session that did not check first, as a JDBC partition), count as a failure of the
+    table (its snapshot fails, the drain and the other tables go on), with the fix."""
+    pipe = drainkit.pipeline(roles.dsn, str(tmp_path), [{"source": "app.secret"}])
+    with pytest.raises(reading.RowSecurityRefused) as refused:
+        chunks.ChunkReader(roles.as_role(roles.drain), "app", "secret", "q", False)
+    with psycopg.connect(roles.as_role(roles.drain)) as session:
+        session.execute("set row_security = off")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as postgres:
+            session.execute("select * from app.secret")
+    for exc in (refused.value, postgres.value):
+        failure = snapshot_job.failure_of(exc, pipe, "app.secret")
+        assert failure.kind == failures.TABLE
+        assert "app" in failure.message and "BYPASSRLS" in failure.message.upper()
 
 
 def test_the_owner_is_refused_its_own_forced_table(roles: Roles) -> None:
