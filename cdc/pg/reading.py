@@ -99,11 +99,12 @@ def _applies(table: str, role: str, forced: bool, owner: bool, policies: list[st
 
 
 def check(conn: psycopg.Connection, schema: str, table: str) -> None:
-    """Takes the table's ACCESS SHARE lock (its row-level security cannot change until the
-    transaction ends), then raises ``RowSecurityRefused`` when that security applies to the
+    """Takes the table's own ACCESS SHARE lock (its row-level security cannot change until
+    the transaction ends; its partitions are locked by the read, which needs no privilege on
+    them), then raises ``RowSecurityRefused`` when that security applies to the
     session's role, and SourceUnreadable when the relation is not a table."""
     name = sql.Identifier(schema, table)
-    conn.execute(sql.SQL("lock table {} in access share mode").format(name))
+    conn.execute(sql.SQL("lock table only {} in access share mode").format(name))
     row = conn.execute(_queries()["row_security"], {"schema": schema, "table": table}).fetchone()
     if row is None:
         return  # gone: the read that follows says so
