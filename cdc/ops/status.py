@@ -38,7 +38,7 @@ from psycopg.rows import dict_row
 from cdc.config import Pipeline
 from cdc.pg import source, sqlfiles
 from cdc.pg.engine import Engine
-from cdc.targets import failing, quarantine, snapshots
+from cdc.targets import failing, quarantine, readers, snapshots
 from cdc.targets.delta_table import LocalTable
 from cdc.targets.table import app_id, legacy_app_id
 
@@ -100,6 +100,8 @@ class TableState:
     snapshot: str | None = None  # running, copied, done or failed (cdc.targets.snapshots)
     snapshot_rows: int | None = None  # rows copied so far
     snapshot_reason: str | None = None  # why it failed
+    column_mapping: bool = False  # its column names are mapped (cdc.targets.readers)
+    readers: dict[str, str] = field(default_factory=dict)  # reader -> safe, refuses, wrong
 
 
 @dataclass
@@ -299,6 +301,8 @@ def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Sta
             if state.last_tick is None and incarnation is not None:  # drained before upgrade
                 state.last_tick = table.committed(legacy_app_id(src, t.target))
             state.rows = table.rows()
+            state.column_mapping = table.is_mapped()
+            state.readers = readers.verdicts(table)
         state.quarantined = quarantined.get(t.source, 0)
         if consumer.dead_letters is not None:
             state.dead_letters = consumer.dead_by_table.get(t.source, 0)
@@ -379,6 +383,7 @@ def render(status: Status) -> str:
             f"FAILING {t.target} since tick {_fmt(t.failing_since_tick)}: {t.failing_reason}"
             f" (its events go to the quarantine; fix the cause, then `cdc resync {t.source}`)"
         )
+    lines += [_mapping(t) for t in status.tables if t.column_mapping]
     for t in status.tables:
         if t.snapshot == snapshots.FAILED:
             lines.append(
@@ -386,6 +391,17 @@ def render(status: Status) -> str:
                 f" {t.snapshot_reason} (fix the cause, then `cdc snapshot {t.source} --restart`)"
             )
     return "\n".join(lines)
+
+
+def _mapping(t: TableState) -> str:
+    """What a table with column mapping means for its readers."""
+    by = {v: ", ".join(r for r, found in t.readers.items() if found == v) for v in readers.VERDICTS}
+    text = f"COLUMN MAPPING {t.target} (a column name needs it): read it with {by[readers.SAFE]}"
+    if by[readers.WRONG]:
+        text += f"; {by[readers.WRONG]} read NULL in place of its mapped columns' values"
+    if by[readers.REFUSES]:
+        text += f"; {by[readers.REFUSES]} refuse it"
+    return text
 
 
 def _pending(c: ConsumerState) -> str:

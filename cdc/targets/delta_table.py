@@ -7,8 +7,12 @@ marks (txnAppId / txnVersion): a rerun of the batch after a crash skips it. Delt
 optimistically; ``retry_conflicts`` is the one place that recognises a concurrent
 modification and runs the step again.
 
-Tables are created with column mapping by name (PostgreSQL column names may hold spaces and
-punctuation), and without deletion vectors unless the session's
+Tables are created without column mapping, so that every reader of Delta reads them
+(delta-rs' ``to_pyarrow_table`` reads NULL in place of a mapped column's values,
+cdc.targets.readers), unless a column's name cannot be stored as it is (``needs_mapping``: a
+PostgreSQL column name may hold spaces and punctuation that Parquet refuses); a column added
+later under such a name turns mapping on in place first (``add_columns``). Without deletion
+vectors unless the session's
 ``spark.databricks.delta.properties.defaults.enableDeletionVectors`` asks for them: a table
 without them takes small batches from the driver (cdc.targets.driver_writes), and gets them
 when it grows past that path's size (``enable_deletion_vectors``). On a local path, the
@@ -41,9 +45,11 @@ __all__ = [
     "exists",
     "files",
     "is_concurrent_conflict",
+    "is_mapped",
     "local_log_head",
     "local_path",
     "merge",
+    "needs_mapping",
     "optimize",
     "overwrite",
     "properties",
@@ -61,6 +67,10 @@ __all__ = [
 log = logging.getLogger("cdc.merge")
 T = TypeVar("T")
 
+COLUMN_MAPPING = "delta.columnMapping.mode"
+# the characters Delta refuses in a column name of a table without column mapping (Parquet's
+# schema syntax; Delta's SchemaUtils.checkFieldNames)
+UNSTORABLE = frozenset(" ,;{}()\n\t=")
 TXN_APP = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 MERGE_SOURCE = "cdc_batch_source"  # the view a MERGE reads its source from, as ``s``
@@ -167,8 +177,8 @@ def ensure(
         builder = builder.location(ref.location) if ref.is_path else builder.tableName(ref.location)
         for name, spark_type in columns:
             builder = builder.addColumn(name, spark_type, nullable=name not in key)
-        # column mapping by name: PostgreSQL column names may hold spaces and punctuation
-        builder = builder.property("delta.columnMapping.mode", "name")
+        if any(needs_mapping(name) for name, _ in columns):
+            builder = builder.property(COLUMN_MAPPING, "name")
         if local_path(ref) is None:
             # no driver-side writes there (cdc.targets.driver_writes): a MERGE that deletes
             # or updates a few rows marks them instead of rewriting whole files
@@ -181,10 +191,27 @@ def ensure(
     add_columns(spark, ref, [(n, t) for n, t in columns if n.lower() not in existing])
 
 
+def needs_mapping(name: str) -> bool:
+    """Whether a column of this name needs column mapping (Delta stores it under another
+    name in the files): it holds a character Parquet refuses."""
+    return not UNSTORABLE.isdisjoint(name)
+
+
+def is_mapped(props: dict[str, str]) -> bool:
+    """Whether a table of these properties maps its column names."""
+    return props.get(COLUMN_MAPPING, "none") != "none"
+
+
 def add_columns(spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]]) -> None:
-    if columns:
-        cols = ", ".join(f"{quote(n)} {t}" for n, t in columns)
-        spark.sql(f"alter table {ref.sql_name} add columns ({cols})")
+    """Adds the columns; one whose name needs column mapping turns it on first, in place
+    (the table's protocol is upgraded; its columns keep their names in the files)."""
+    if not columns:
+        return
+    if any(needs_mapping(n) for n, _ in columns) and not is_mapped(properties(spark, ref)):
+        set_properties(spark, ref, {COLUMN_MAPPING: "name"})
+        log.info("%s: column mapping by name turned on for a new column's name", ref.location)
+    cols = ", ".join(f"{quote(n)} {t}" for n, t in columns)
+    spark.sql(f"alter table {ref.sql_name} add columns ({cols})")
 
 
 def _text(text: str) -> str:
@@ -338,6 +365,17 @@ def retry_conflicts(step: Callable[[], T], what: str, attempts: int = 5) -> T:
     raise AssertionError("unreachable")
 
 
+# the features a table of a legacy protocol (writer version below 7, reader below 3) has
+# by its versions alone
+LEGACY_WRITER = {
+    2: {"appendOnly", "invariants"},
+    3: {"checkConstraints"},
+    4: {"changeDataFeed", "generatedColumns"},
+    5: {"columnMapping"},
+    6: {"identityColumns"},
+}
+LEGACY_READER = {2: {"columnMapping"}}
+
 # local tables opened by LocalTable.open_local: path -> (delta-rs table, a version it was
 # read at, the stat of that version's commit file)
 _OPENED: dict[str, tuple[Any, int, tuple[int, int, int]]] = {}
@@ -440,6 +478,24 @@ class LocalTable:
             "delta.minWriterVersion": str(protocol.min_writer_version),
             **{f"delta.feature.{f}": "supported" for f in features},
         }
+
+    def features(self) -> set[str]:
+        """Every feature the table's protocol asks of a reader or writer: the listed ones,
+        and those a legacy version implies."""
+        protocol = self._table.protocol()
+        found = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
+        for version, implied in LEGACY_WRITER.items():
+            if protocol.min_writer_version < 7 and protocol.min_writer_version >= version:
+                found |= implied
+        for version, implied in LEGACY_READER.items():
+            if protocol.min_reader_version < 3 and protocol.min_reader_version >= version:
+                found |= implied
+        return found
+
+    def is_mapped(self) -> bool:
+        """Whether its column names are mapped (a table may support the feature with its
+        mode ``none``: then its files hold the names as they are)."""
+        return is_mapped(dict(self._table.metadata().configuration))
 
     def size(self) -> int:
         """Bytes of its live files."""

@@ -70,30 +70,9 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-# the features a table of a legacy protocol (writer version below 7, reader below 3) has
-# by its versions alone
-LEGACY_WRITER = {
-    2: {"appendOnly", "invariants"},
-    3: {"checkConstraints"},
-    4: {"changeDataFeed", "generatedColumns"},
-    5: {"columnMapping"},
-    6: {"identityColumns"},
-}
-LEGACY_READER = {2: {"columnMapping"}}
-
-
 def features(table: delta_table.LocalTable) -> set[str]:
-    """Every feature the table's protocol asks of a reader or writer: the listed ones, and
-    those a legacy version implies."""
-    protocol = table.table.protocol()
-    found = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
-    for version, implied in LEGACY_WRITER.items():
-        if protocol.min_writer_version < 7 and protocol.min_writer_version >= version:
-            found |= implied
-    for version, implied in LEGACY_READER.items():
-        if protocol.min_reader_version < 3 and protocol.min_reader_version >= version:
-            found |= implied
-    return found
+    """Every feature the table's protocol asks of a reader or writer."""
+    return table.features()
 
 
 def writable(

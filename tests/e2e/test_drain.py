@@ -248,8 +248,8 @@ def test_a_history_target_is_not_decoded_on_the_driver_for_nothing(
 
 
 def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):
-    """An independent reader (delta-rs) sees the same rows as Spark, deletion vectors and
-    column mapping included."""
+    """An independent reader (delta-rs) sees the same rows as Spark, deletion vectors
+    included (column mapping: tests/e2e/test_readers.py)."""
     import pyarrow as pa
     from deltalake import DeltaTable, QueryBuilder
 
