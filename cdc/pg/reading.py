@@ -62,7 +62,7 @@ class RowSecurityRefused(SourceUnreadable):
 
 
 def _queries() -> dict[str, str]:
-    return sqlfiles.queries("reading.sql")
+    return sqlfiles.queries("queries_reading.sql")
 
 
 def prepare(conn: psycopg.Connection) -> None:
@@ -163,7 +163,7 @@ def refusal(exc: BaseException, table: str) -> RowSecurityRefused | None:
 
 def text_by_output(conn: psycopg.Connection, schema: str, table: str) -> frozenset[str]:
     """The table's columns to read as their type's output rather than through ``::text``:
-    those whose type has a cast to text made by a user's function (see reading.sql)."""
+    those whose type has a cast to text made by a user's function (see queries_reading.sql)."""
     rows = conn.execute(_queries()["text_by_output"], {"schema": schema, "table": table})
     return frozenset(name for (name,) in rows)
 
