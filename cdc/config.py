@@ -54,7 +54,11 @@ working directory. A catalog-named target (``db.table``) keeps its files below
 A rule stands for the catalog tables it matches, resolved by ``cdc.pipeline.tables`` (explicit
 entries win: a table listed explicitly is never produced by a rule). ``Pipeline.tables`` holds
 the resolved entries: after ``parse`` only the explicit ones, and ``Pipeline.rules`` the
-rules; a TableMap a rule produced names it (``TableMap.rule``).
+rules; a TableMap a rule produced names it (``TableMap.rule``); ``Pipeline.refused`` holds the
+tables a rule matched that the resolution does not replicate. Targets are compared as they
+resolve (cdc.targets.table.TargetClaims): two explicit entries whose targets are one table
+(``default.Orders`` and ``default.orders``; ``a/b`` and ``a//b/``) are a ConfigError naming
+both.
 
 Every default is written once: in the dataclasses below (``Source``, ``TableMap``,
 ``Pipeline``), which ``parse`` reads.
@@ -74,8 +78,8 @@ from typing import Any
 from cdc.errors import ConfigError
 from cdc.names import TablePattern, TableRule, parse_table_name, target_problem, template_problem
 from cdc.pg.engine import ENGINES, Engine, engine_of
-from cdc.targets import registry
-from cdc.targets.table import TableRef
+from cdc.targets import catalog, registry
+from cdc.targets.table import Clash, TableRef, TargetClaims
 
 MODES = registry.MODES
 QUEUE_SCHEMAS = tuple(ENGINES)  # the queue engines (cdc.pg.engine)
@@ -137,6 +141,18 @@ class TableMap:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A table a rule matched that the resolution does not replicate (cdc.pipeline.tables):
+    its target would be another entry's table, or could not be one. Its events go to the
+    quarantine with the reason; ``cdc status`` lists it."""
+
+    source: str  # schema.table unquoted
+    target: str  # the target the rule rendered
+    rule: str  # the rule's place in the file (tables[N])
+    reason: str
+
+
+@dataclass(frozen=True)
 class Pipeline:
     source: Source
     target_path: str
@@ -147,6 +163,7 @@ class Pipeline:
     spark: tuple[tuple[str, str], ...] = ()  # [spark]: Spark settings, as (name, text) pairs
     rules: tuple[TableRule, ...] = ()  # [[tables]] entries whose source is a pattern
     drain: DrainSettings = DrainSettings()  # [drain]
+    refused: tuple[Refused, ...] = ()  # tables the rules matched and the resolution refused
 
     def mirrors(self, sources: list[str]) -> list[TableMap]:
         """The mirror targets of these source tables (of every table when none is given);
@@ -157,6 +174,10 @@ class Pipeline:
         sources = [self.source_name(s) for s in sources]
         known = {t.source for t in self.tables}
         unknown = [s for s in sources if s not in known]
+        refused = {r.source: r.reason for r in self.refused}
+        for name in unknown:
+            if name in refused:
+                raise ConfigError(f"{name} is refused by the configuration: {refused[name]}")
         if unknown:
             patterns = "".join(f"; pattern {r.pattern}" for r in self.rules)
             raise ConfigError(
@@ -180,6 +201,10 @@ class Pipeline:
         except ValueError:
             return text
         return f"{schema}.{name}"
+
+    def claims(self) -> TargetClaims:
+        """The targets the pipeline keeps beside its tables, claimed (``reserved_claims``)."""
+        return reserved_claims(self.quarantine, self.spark)
 
     @property
     def failing_table(self) -> str:
@@ -301,7 +326,8 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
     problem = target_problem(quarantine)
     if problem:
         raise ConfigError(f"target.quarantine {problem}, not {quarantine!r}")
-    maps, rules = _tables(data.get("tables"), quarantine)
+    spark = _spark(_section(data, "spark")) if "spark" in data else ()
+    maps, rules = _tables(data.get("tables"), reserved_claims(quarantine, spark))
     metrics_port = None
     if "metrics" in data:
         metrics = _section(data, "metrics")
@@ -313,13 +339,15 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
             or not (0 < metrics_port < 65536)
         ):
             raise ConfigError(f"metrics.port must be a TCP port number, not {metrics_port!r}")
-    spark = _spark(_section(data, "spark")) if "spark" in data else ()
     drain = _drain(_section(data, "drain")) if "drain" in data else DrainSettings()
     return Pipeline(source, target_path, maps, quarantine, path, metrics_port, spark, rules, drain)
 
 
-def _tables(tables: Any, quarantine: str) -> tuple[tuple[TableMap, ...], tuple[TableRule, ...]]:
-    """The explicit [[tables]] entries and the rules (a source holding * or ?)."""
+def _tables(
+    tables: Any, claims: TargetClaims
+) -> tuple[tuple[TableMap, ...], tuple[TableRule, ...]]:
+    """The explicit [[tables]] entries, each target claimed (``claims``: the reserved targets
+    already), and the rules (a source holding * or ?)."""
     if not isinstance(tables, list) or not tables:
         raise ConfigError("[[tables]] is missing: list at least one source table or pattern")
     maps: list[TableMap] = []
@@ -350,19 +378,14 @@ def _tables(tables: Any, quarantine: str) -> tuple[tuple[TableMap, ...], tuple[T
         problem = target_problem(target_name)
         if problem:
             raise ConfigError(f"{where}.target {problem}, not {target_name!r}")
-        maps.append(TableMap(f"{schema}.{name}", target_name, mode, schema, name))
-    # one source may feed several targets (a mirror and a history), each target one source
-    seen = [m.target for m in maps]
-    dup = sorted({t for t in seen if seen.count(t) > 1})
-    if dup:
-        raise ConfigError(f"tables: target {', '.join(dup)} is listed more than once")
-    if quarantine in {m.target for m in maps}:
-        raise ConfigError(f"target.quarantine {quarantine!r} is also a table's target")
-    for suffix, what in RESERVED_SUFFIXES.items():
-        if f"{quarantine}{suffix}" in {m.target for m in maps}:
+        # one source may feed several targets (a mirror and a history), each table one source
+        clash = claims.claim(target_name, f"{schema}.{name}")
+        if clash is not None:
             raise ConfigError(
-                f"target {quarantine}{suffix} holds {what}: give the table another target"
+                f"{where}: {clash_text(target_name, f'{schema}.{name}', clash)}: give each table"
+                " its own target"
             )
+        maps.append(TableMap(f"{schema}.{name}", target_name, mode, schema, name))
     return tuple(maps), tuple(rules)
 
 
@@ -372,6 +395,30 @@ RESERVED_SUFFIXES = {
     "_resolved": "the quarantine's replayed and discarded events",
     "_snapshots": "the progress of the snapshots",
 }
+QUARANTINE = "target.quarantine"  # what the quarantine's target holds, for messages
+
+
+def reserved_claims(quarantine: str, spark: tuple[tuple[str, str], ...]) -> TargetClaims:
+    """The targets kept beside the tables (the quarantine and the tables of RESERVED_SUFFIXES)
+    claimed, each by what it holds: a table's target that meets one of them, or another
+    table's, is refused (cdc.targets.table.TargetClaims). A two-part catalog name is in the
+    catalog of the [spark] settings' spark.sql.defaultCatalog, else Spark's session catalog."""
+    default_catalog = dict(spark).get("spark.sql.defaultCatalog", catalog.SESSION_CATALOG)
+    claims = TargetClaims(default_catalog)
+    claims.claim(quarantine, QUARANTINE)
+    for suffix, what in RESERVED_SUFFIXES.items():
+        claims.claim(f"{quarantine}{suffix}", what)
+    return claims
+
+
+def clash_text(target: str, who: str, clash: Clash) -> str:
+    """Why who's target meets a target claimed before, naming both (no fix)."""
+    if clash.owner == QUARANTINE or clash.owner in RESERVED_SUFFIXES.values():
+        same = "" if clash.target == target else f" ({clash.target!r}: they are {clash.how})"
+        return f"{who} would be replicated into {target!r}, which holds {clash.owner}{same}"
+    if clash.target == target:
+        return f"target {target!r} is the target of both {clash.owner} and {who}"
+    return f"the targets {clash.target!r} of {clash.owner} and {target!r} of {who} are {clash.how}"
 
 
 def _rule(entry: dict[str, Any], where: str, pattern: TablePattern, mode: str) -> TableRule:

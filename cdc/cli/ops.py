@@ -12,7 +12,7 @@ from cdc.cli.common import pipeline_and_spark
 def cmd_status(args: argparse.Namespace) -> int:
     """The pipeline's status in one of three outputs; the same health and exit code in all:
     UNHEALTHY (pending events older than --max-pending-age and no drain at work, a failing
-    table, a failed snapshot), else OK."""
+    table, a failed snapshot, a table the configuration refuses), else OK."""
     from cdc import config
     from cdc.ops import status
     from cdc.pg import privileges

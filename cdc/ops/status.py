@@ -4,8 +4,10 @@ and for Prometheus: the same health in all three, with the same exit code.
 
 **Health.** The pipeline is *unhealthy* when its consumer has pending events older than the
 threshold (``--max-pending-age``, 900 s by default) and no drain is at work on them, when a
-table is failing, or when a snapshot failed. Idle time is not a symptom: no tick for an hour
-with nothing pending is healthy (between scheduled drains, after a snapshot).
+table is failing, when a snapshot failed, or when the configuration refuses a table a rule
+matches (cdc.pipeline.tables: its target would be another source's table). Idle time is not a
+symptom: no tick for an hour with nothing pending is healthy (between scheduled drains, after a
+snapshot).
 
 - A *pending* event is committed, visible to the consumer, and not yet in a batch it finished
   (``cdc.get_consumer_status``): a rolled-back transaction's events never count.
@@ -112,10 +114,22 @@ class Health:
 
 
 @dataclass
+class RefusedTable:
+    """A table a rule matches that the configuration does not replicate (its target would be
+    another source's table: cdc.pipeline.tables); its events go to the quarantine."""
+
+    source: str
+    target: str
+    reason: str
+    quarantined: int = 0
+
+
+@dataclass
 class Status:
     queue: QueueState
     consumer: ConsumerState
     tables: list[TableState] = field(default_factory=list)
+    refused: list[RefusedTable] = field(default_factory=list)
     quarantined_other: int = 0  # quarantined events of tables not in the configuration
     orphans: list[ConsumerState] = field(default_factory=list)  # other consumers, stuck
     health: Health = field(default_factory=lambda: Health(OK, [], MAX_PENDING_AGE))
@@ -270,6 +284,8 @@ def health(status: Status, max_pending_age: float) -> Health:
         )
     for t in status.failing:
         reasons.append(f"table {t.target} is failing")
+    for r in status.refused:
+        reasons.append(f"table {r.source} is not replicated: the configuration refuses it")
     for t in status.tables:
         if t.snapshot == snapshots.FAILED:
             reasons.append(f"the snapshot of {t.target} failed")
@@ -316,7 +332,11 @@ def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Sta
             state.snapshot, state.snapshot_rows = copy.state, copy.rows
             state.snapshot_reason = copy.reason
         status.tables.append(state)
-    known = {t.source for t in pipeline.tables}
+    status.refused = [
+        RefusedTable(r.source, r.target, r.reason, quarantined.get(r.source, 0))
+        for r in pipeline.refused
+    ]
+    known = {t.source for t in pipeline.tables} | {r.source for r in pipeline.refused}
     status.quarantined_other = sum(n for k, n in quarantined.items() if k not in known)
     status.health = health(status, max_pending_age)
     return status
@@ -378,6 +398,11 @@ def render(status: Status) -> str:
     lines.append(_table(header, rows))
     if status.quarantined_other:
         lines.append(f"quarantined events of tables not configured: {status.quarantined_other:,}")
+    for r in status.refused:
+        lines.append(
+            f"REFUSED {r.source} (its events go to the quarantine: {r.quarantined:,} so far):"
+            f" {r.reason}"
+        )
     for t in status.failing:
         lines.append(
             f"FAILING {t.target} since tick {_fmt(t.failing_since_tick)}: {t.failing_reason}"
@@ -471,8 +496,14 @@ def metrics(status: Status) -> Iterator[Metric]:
     yield from gauge(
         "cdc_pipeline_unhealthy",
         "1 when unhealthy: pending events older than the threshold and no drain at work, a"
-        " failing table or a failed snapshot (cdc status exits 3)",
+        " failing table, a failed snapshot or a refused table (cdc status exits 3)",
         int(h.state == UNHEALTHY),
+    )
+    yield from gauge(
+        "cdc_pipeline_refused_tables",
+        "Tables a rule matches that the configuration refuses: their target would be another"
+        " source's table (their events go to the quarantine)",
+        len(status.refused),
     )
     yield from gauge(
         "cdc_pipeline_max_pending_age_seconds", "The threshold of unhealthy", h.max_pending_age_s

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import psycopg
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc import failures
@@ -169,6 +169,17 @@ def worker_conf(spark: SparkSession) -> dict[str, str]:
     return {SNAPSHOT_PARTITIONS: str(max(1, spark.sparkContext.defaultParallelism))}
 
 
+def stray_reason(pipeline: Pipeline) -> Column:
+    """The quarantine's reason for an event of a table the pipeline does not replicate: why
+    the resolution refused it (a rule's table whose target is another's, cdc.pipeline.tables),
+    else that it is not in the configuration."""
+    reason = F.lit("table not in the configuration")
+    for r in pipeline.refused:
+        refused = F.lit(f"table refused by the configuration: {r.reason}")
+        reason = F.when(F.col("ev_extra1") == r.source, refused).otherwise(reason)
+    return reason
+
+
 class BatchApplier:
     """Applies batches to one pipeline's targets, on one Spark session and one connection."""
 
@@ -251,7 +262,7 @@ class BatchApplier:
         bad: list[DataFrame] = []
         if events.strays is not None:
             strays = decode.with_op_and_map(events.strays).withColumn(
-                "reason", F.lit("table not in the configuration")
+                "reason", stray_reason(self.pipeline)
             )
             bad.append(strays)
         marks = self.marks.current(self.spark)

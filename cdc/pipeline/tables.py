@@ -7,27 +7,37 @@ Invariants of a resolution (``resolve``, pure):
 - then each rule, in file order, adds every catalog table it matches (excludes left out), in
   catalog order, with its own mode and the target its template renders; two rules matching
   one table both add it (one source may feed several targets);
-- every target belongs to one entry: two entries with one target are a ConfigError naming
-  both; the quarantine and failing-marks targets stay reserved; a rendered target must stay
-  below target.path and be of the kind its template gives (path or catalog name);
+- every table a target resolves to belongs to one entry, compared as the targets resolve
+  (cdc.targets.table.TargetClaims: catalog names as Spark resolves them, case ignored; paths
+  by their folders, one inside another's included), the quarantine's and the failing marks'
+  tables reserved. Explicit entries were checked by the configuration (config.parse). A
+  table a rule matched whose target would be a table already claimed, or whose rendered
+  target is not one (out of target.path, or of another kind than its template's), is
+  *refused*, never onboarded into another source's table: it leaves the resolution with the
+  reason (``Pipeline.refused``, naming both sources and the fix), its events go to the
+  quarantine, and every other table goes on. Claims are made explicit entries first, then
+  the entries of the last resolution (``kept``: a table created later never takes a target
+  from one already replicated), then in the catalog's order (cdc.pg.catalog lists tables in
+  the order they were created: the older table keeps the target after a restart too);
 - two tables whose events would carry the same name (``"a.b".c`` and ``a."b.c"``) cannot be
   told apart by the drain: a ConfigError when a rule produced one of them;
 - a rule matching no table is a warning naming it, never an error.
 
 ``TableResolver`` re-lists the catalog with one query (cdc.pg.catalog) each time it is asked
-and resolves again only when the list changed; without rules it asks nothing.
+and resolves again only when the list changed, keeping the targets of its last resolution;
+without rules it asks nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import psycopg
 
-from cdc.config import RESERVED_SUFFIXES, Pipeline, TableMap
+from cdc.config import Pipeline, Refused, TableMap, clash_text
 from cdc.errors import ConfigError
 from cdc.names import TableRule, is_catalog_name, target_problem
 from cdc.pg import catalog as pg_catalog
@@ -61,28 +71,33 @@ def _origin(table: TableMap, rules: dict[str, TableRule]) -> str:
     return f"{table.source} (matched by rule {rule.label if rule else table.rule})"
 
 
-def _target(rule: TableRule, schema: str, table: str) -> str:
-    """The checked target of a table a rule matched."""
-    name = rule.render(schema, table)
+def _target_problem(rule: TableRule, schema: str, table: str, name: str) -> str | None:
+    """Why the target a rule rendered for a table cannot be one (None when it can)."""
     problem = target_problem(name)
     if problem is None and is_catalog_name(name) != is_catalog_name(rule.render("s", "t")):
         kind = "a catalog name" if is_catalog_name(name) else "a path"
         problem = f"would be {kind} unlike the template's other targets (its name holds a dot or /)"
     if problem:
-        raise ConfigError(
+        return (
             f"table {schema}.{table} matched by rule {rule.label} gets target {name!r}, which"
             f" {problem}: list the table explicitly with a target, or exclude it"
         )
-    return name
+    return None
 
 
-def resolve(pipeline: Pipeline, catalog: Iterable[tuple[str, str]]) -> Resolution:
-    """The pipeline with its rules applied to these catalog tables (see the module doc)."""
+def resolve(
+    pipeline: Pipeline, catalog: Iterable[tuple[str, str]], kept: Collection[TableMap] = ()
+) -> Resolution:
+    """The pipeline with its rules applied to these catalog tables, given in the order they
+    were created; ``kept``: the entries of the last resolution, which keep their targets
+    (see the module doc)."""
     explicit = tuple(t for t in pipeline.tables if not t.rule)
     listed = {(t.schema, t.name) for t in explicit}
-    names = sorted(set(catalog))
+    created = {name: n for n, name in enumerate(dict.fromkeys(catalog))}
+    names = sorted(created)
     rules = {r.where: r for r in pipeline.rules}
     added: list[TableMap] = []
+    refused: list[Refused] = []
     warnings: list[str] = []
     for rule in pipeline.rules:
         hits = [(s, t) for s, t in names if rule.matches(s, t)]
@@ -92,34 +107,41 @@ def resolve(pipeline: Pipeline, catalog: Iterable[tuple[str, str]]) -> Resolutio
         for schema, table in hits:
             if (schema, table) in listed:
                 continue
-            target = _target(rule, schema, table)
-            source = f"{schema}.{table}"
+            source, target = f"{schema}.{table}", rule.render(schema, table)
+            problem = _target_problem(rule, schema, table, target)
+            if problem:
+                refused.append(Refused(source, target, rule.where, problem))
+                continue
             added.append(TableMap(source, target, rule.mode, schema, table, rule=rule.where))
-    tables = explicit + tuple(added)
-    _check(tables, pipeline.quarantine, rules)
-    return Resolution(dataclasses.replace(pipeline, tables=tables), warnings)
+    claims = pipeline.claims()
+    for t in explicit:
+        clash = claims.claim(t.target, _origin(t, rules))
+        if clash is not None:
+            raise ConfigError(f"{clash_text(t.target, _origin(t, rules), clash)}: {FIX}")
+    order = sorted(added, key=lambda t: (t not in kept, created[(t.schema, t.name)]))
+    for t in order:
+        clash = claims.claim(t.target, _origin(t, rules))
+        if clash is not None:
+            reason = f"{clash_text(t.target, _origin(t, rules), clash)}: {FIX}"
+            refused.append(Refused(t.source, t.target, t.rule, reason))
+    gone = {(r.source, r.target, r.rule) for r in refused}
+    tables = explicit + tuple(t for t in added if (t.source, t.target, t.rule) not in gone)
+    _check(tables, rules)
+    pipeline = dataclasses.replace(pipeline, tables=tables, refused=tuple(refused))
+    return Resolution(pipeline, warnings)
 
 
-def _check(tables: tuple[TableMap, ...], quarantine: str, rules: dict[str, TableRule]) -> None:
-    """Each target belongs to one entry, none is reserved, each event name one table."""
-    reserved = {quarantine: "target.quarantine"} | {
-        f"{quarantine}{suffix}": what for suffix, what in RESERVED_SUFFIXES.items()
-    }
-    by_target: dict[str, TableMap] = {}
+# the fix of a refused table, or of two explicit entries with one table
+FIX = (
+    f"give each its own target (in a rule, target = {SUGGESTED}), list one of them"
+    " explicitly, or exclude it"
+)
+
+
+def _check(tables: tuple[TableMap, ...], rules: dict[str, TableRule]) -> None:
+    """Each event name is one table."""
     by_source: dict[str, TableMap] = {}
     for t in tables:
-        if t.target in reserved:
-            raise ConfigError(
-                f"{_origin(t, rules)} would be replicated into {t.target!r}, which holds"
-                f" {reserved[t.target]}: give it another target (or exclude it)"
-            )
-        other = by_target.setdefault(t.target, t)
-        if other is not t:
-            raise ConfigError(
-                f"target {t.target!r} is the target of both {_origin(other, rules)} and"
-                f" {_origin(t, rules)}: give each its own target (in a rule, target ="
-                f" {SUGGESTED}), list one of them explicitly, or exclude it"
-            )
         same = by_source.setdefault(t.source, t)
         if (same.schema, same.name) != (t.schema, t.name) and (same.rule or t.rule):
             raise ConfigError(
@@ -149,13 +171,20 @@ class TableResolver:
 
     def current(self) -> Pipeline:
         """The resolved pipeline; the same object while the catalog's tables are unchanged.
-        ConfigError when the catalog now makes the rules conflict (two tables, one target)."""
+        The tables of the last resolution keep their targets: a table created since whose
+        target meets one of theirs is refused (logged once), the others go on. ConfigError
+        when the catalog now gives two tables one event name."""
         if not self.base.rules:
             return self.base
         names = pg_catalog.candidate_tables(self.conn)
         if names == self._catalog:
             return self._current
-        result = resolve(self.base, names)
+        result = resolve(self.base, names, kept=set(self._current.tables))
+        for r in result.pipeline.refused:
+            text = f"table {r.source} is not replicated: {r.reason}"
+            if text not in self._warned:
+                self._warned.add(text)
+                log.warning("%s", text)
         for t in result.matched:
             key = (t.source, t.target, t.rule)
             if key not in self._announced:
@@ -189,4 +218,6 @@ def resolved(pipeline: Pipeline, conn: psycopg.Connection | None = None) -> Pipe
     result = resolve(pipeline, names)
     for text in result.warnings:
         log.warning("%s", text)
+    for r in result.pipeline.refused:
+        log.warning("table %s is not replicated: %s", r.source, r.reason)
     return result.pipeline

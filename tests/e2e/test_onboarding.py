@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from cdc.ops import status
-from cdc.pg import capture_rules, pgtypes
+from cdc.pg import capture, capture_rules, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Queue
 from cdc.pipeline import compare, snapshot
@@ -95,3 +95,42 @@ def test_a_rule_onboards_existing_and_later_tables_with_their_rows(dsn, spark, t
         "keyless": None,  # matched by the rule, never captured: no target, no snapshot
     }
     assert "done" in status.render(shown)
+
+
+def test_a_later_table_of_another_sources_catalog_table_is_refused(dsn, spark, tmp_path):
+    """public."Orders", created while public.orders is replicated under default.{table} (one
+    catalog table: Spark ignores case), is refused: the drain goes on, the Delta table holds
+    public.orders' rows only, the refused table's events are quarantined with the reason
+    naming both tables, and cdc status lists it (unhealthy)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        Queue(conn, "q").create()
+        conn.execute("create table orders (id int primary key, v text)")
+        capture.attach(conn, "public.orders", CaptureOptions(queue="q"))
+        conn.execute("insert into orders values (1, 'lower')")
+    pipe = drainkit.pipeline(
+        dsn, str(tmp_path), [{"source": "public.*", "target": "default.{table}"}]
+    )
+    with Drain(pipe, spark) as drain:
+        drain.run()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute('create table "Orders" (id int primary key, v text)')
+            capture.attach(conn, 'public."Orders"', CaptureOptions(queue="q"))
+            conn.execute("""insert into "Orders" values (1, 'UPPER'), (2, 'UPPER')""")
+            conn.execute("insert into orders values (3, 'lower')")
+        drain.run()
+        resolved = drain.pipeline
+    rows = spark.read.format("delta").load(pipe.location("default.orders")).collect()
+    assert sorted((r.id, r.v) for r in rows) == [(1, "lower"), (3, "lower")]
+    bad = spark.read.format("delta").load(pipe.location(pipe.quarantine)).collect()
+    assert [r.ev_extra1 for r in bad] == ["public.Orders", "public.Orders"]
+    assert all(
+        r.reason.startswith(
+            "table refused by the configuration: the targets 'default.orders' of public.orders"
+        )
+        and "public.Orders (matched by rule tables[1]" in r.reason
+        for r in bad
+    ), bad[0].reason
+    state = status.collect(resolved)
+    assert [(r.source, r.quarantined) for r in state.refused] == [("public.Orders", 2)]
+    assert state.health.state == status.UNHEALTHY
+    assert "REFUSED public.Orders" in status.render(state)

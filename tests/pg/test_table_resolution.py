@@ -14,7 +14,6 @@ import psycopg
 import pytest
 
 from cdc import config
-from cdc.errors import ConfigError
 from cdc.pg.catalog import candidate_tables
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline.tables import TableResolver, resolved
@@ -35,7 +34,7 @@ create table cdc.not_a_source (id int);
 create temp table scratch (id int);
 """
 
-EXPECTED = [("app", "Mixed Case"), ("app", "u"), ("public", "a"), ("public", "p")]
+EXPECTED = [("public", "a"), ("app", "Mixed Case"), ("app", "u"), ("public", "p")]  # as created
 
 
 def pipeline(dsn: str, *tables: dict[str, Any]) -> config.Pipeline:
@@ -49,8 +48,9 @@ def pipeline(dsn: str, *tables: dict[str, Any]) -> config.Pipeline:
 
 
 def test_candidates_are_tables_not_partitions_views_or_cdc(conn: psycopg.Connection) -> None:
-    """Ordinary and partitioned tables only: no partition, view, materialized view,
-    sequence, temporary table, nor anything in schema cdc or the system schemas."""
+    """Ordinary and partitioned tables only, in the order they were created: no partition,
+    view, materialized view, sequence, temporary table, nor anything in schema cdc or the
+    system schemas."""
     conn.execute(SETUP)
     assert list(candidate_tables(conn)) == EXPECTED
 
@@ -131,18 +131,38 @@ def test_resolved_opens_its_own_connection(conn: psycopg.Connection, dsn: str) -
     assert [t.source for t in pipe.tables] == ["app.Mixed Case"]
 
 
-def test_a_new_table_that_collides_is_a_config_error(conn: psycopg.Connection, dsn: str) -> None:
-    """A table created later whose target another table already has: ConfigError naming
-    both; the resolver keeps failing until the conflict is gone."""
-    conn.execute("create schema s1; create schema s2; create table s1.orders (id int)")
-    resolver = TableResolver(pipeline(dsn, {"source": "s?.*"}), conn)
-    assert [t.target for t in resolver.current().tables] == ["orders"]
-    conn.execute("create table s2.orders (id int)")
-    for _ in range(2):
-        with pytest.raises(ConfigError, match=r"s1\.orders .*s2\.orders"):
-            resolver.current()
-    conn.execute("drop table s2.orders")
-    assert [t.source for t in resolver.current().tables] == ["s1.orders"]
+def test_a_new_table_that_collides_is_refused(
+    conn: psycopg.Connection, dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A table created later whose target resolves to a table another source already has
+    (public."Orders" beside public.orders under default.{table}: one catalog table) is
+    refused, logged once with both names; the other tables go on, and so does a resolution
+    from scratch (a restart); dropping it ends the refusal."""
+    conn.execute("create table public.orders (id int); create table public.items (id int)")
+    pipe = pipeline(dsn, {"source": "public.*", "target": "default.{table}"})
+    resolver = TableResolver(pipe, conn)
+    assert [t.source for t in resolver.current().tables] == ["public.items", "public.orders"]
+    conn.execute('create table public."Orders" (id int); create table public.later (id int)')
+    with caplog.at_level(logging.WARNING, logger="cdc"):
+        resolver.current()
+        conn.execute("create table public.other (id int)")  # the catalog changes again
+        current = resolver.current()
+    assert [t.source for t in current.tables] == [
+        "public.items",
+        "public.later",
+        "public.orders",
+        "public.other",
+    ]
+    ((source, target),) = [(r.source, r.target) for r in current.refused]
+    assert (source, target) == ("public.Orders", "default.Orders")
+    (message,) = [r.getMessage() for r in caplog.records if "not replicated" in r.getMessage()]
+    assert message.startswith("table public.Orders is not replicated: the targets")
+    assert "'default.orders' of public.orders (matched by rule tables[1]" in message
+    assert "'default.Orders' of public.Orders (matched by rule tables[1]" in message
+    assert "one catalog table, spark_catalog.default.orders" in message
+    assert [r.source for r in resolved(pipe).refused] == ["public.Orders"]  # a restart
+    conn.execute('drop table public."Orders"')
+    assert resolver.current().refused == ()
 
 
 def test_status_lists_the_tables_a_pattern_matches(

@@ -3,7 +3,9 @@ and their resolution against a list of catalog tables (cdc.pipeline.tables.resol
 
 from __future__ import annotations
 
+import re
 import tomllib
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -127,11 +129,13 @@ def test_bad_rules(entry: dict[str, Any], message: str) -> None:
 
 def test_explicit_checks_kept() -> None:
     """Explicit entries keep their checks: a duplicate target, a path outside, the quarantine."""
-    with pytest.raises(ConfigError, match="target t is listed more than once"):
+    with pytest.raises(ConfigError, match=r"target 't' is the target of both a\.x and a\.y"):
         pipeline({"source": "a.x", "target": "t"}, {"source": "a.y", "target": "t"})
     with pytest.raises(ConfigError, match=r"tables\[1\]\.target must be a path below"):
         pipeline({"source": "a.x", "target": "../t"})
-    with pytest.raises(ConfigError, match="is also a table's target"):
+    with pytest.raises(
+        ConfigError, match=r"a\.x would be replicated into '_quarantine', which holds"
+    ):
         pipeline({"source": "a.x", "target": "_quarantine"})
 
 
@@ -258,22 +262,56 @@ def test_catalog_template_per_schema() -> None:
 
 
 def test_duplicate_target_names_both_sources() -> None:
-    """Two tables rendered to one target: a ConfigError naming both and the fix."""
+    """Two tables rendered to one target: the one created later is refused, with a reason
+    naming both and the fix; the other is replicated."""
     pipe = pipeline({"source": "*.orders"})
-    with pytest.raises(ConfigError) as err:
-        resolve(pipe, CATALOG)
-    text = str(err.value)
+    res = resolve(pipe, CATALOG)
+    assert [(t.source, t.target) for t in res.pipeline.tables] == [("public.orders", "orders")]
+    ((source, target, rule, text),) = [astuple(r) for r in res.pipeline.refused]
+    assert (source, target, rule) == ("sales.orders", "orders", "tables[1]")
     assert "'orders'" in text and "public.orders" in text and "sales.orders" in text
     assert "tables[1] (*.orders)" in text and "{schema}_{table}" in text
 
 
 def test_rule_target_meets_explicit_target() -> None:
-    """A rule rendering an explicit entry's target is refused, naming both."""
+    """A table whose rendered target is an explicit entry's is refused, naming both."""
     pipe = pipeline({"source": "public.orders", "target": "customers"}, {"source": "public.*"})
-    with pytest.raises(
-        ConfigError, match=r"public\.orders \(listed explicitly\).*public\.customers"
-    ):
-        resolve(pipe, CATALOG)
+    res = resolve(pipe, CATALOG)
+    assert "public.customers" not in {t.source for t in res.pipeline.tables}
+    (refused,) = res.pipeline.refused
+    assert refused.source == "public.customers"
+    assert re.search(r"public\.orders \(listed explicitly\).*public\.customers", refused.reason)
+
+
+@pytest.mark.parametrize("created", [["orders", "Orders"], ["Orders", "orders"]])
+def test_targets_that_resolve_to_one_catalog_table(created: list[str]) -> None:
+    """public.orders and public."Orders" under default.{table}: one catalog table (Spark
+    ignores case), kept by the table created first; the other is refused, naming both."""
+    pipe = pipeline({"source": "public.*", "target": "default.{table}"})
+    res = resolve(pipe, [("public", name) for name in created])
+    assert [t.source for t in res.pipeline.tables] == [f"public.{created[0]}"]
+    (refused,) = res.pipeline.refused
+    assert (refused.source, refused.target) == (f"public.{created[1]}", f"default.{created[1]}")
+    assert "public.orders " in refused.reason and "public.Orders " in refused.reason
+    assert "one catalog table, spark_catalog.default.orders" in refused.reason
+    with pytest.raises(ConfigError, match=r"public\.\w+ is refused by the configuration: the"):
+        res.pipeline.mirrors([refused.source])  # cdc snapshot / verify / resync say why
+
+
+def test_a_table_created_later_never_takes_a_kept_target() -> None:
+    """Resolved again, the tables of the last resolution keep their targets, even over an
+    older table that now meets one (renamed into the rule); a folder inside another's too."""
+    pipe = pipeline({"source": "public.*", "target": "default.{table}"})
+    first = resolve(pipe, [("public", "orders"), ("public", "items")]).pipeline
+    # public.old was created first, and renamed to "Orders" since
+    again = resolve(pipe, [("public", "Orders"), ("public", "orders")], kept=first.tables)
+    assert [t.source for t in again.pipeline.tables] == ["public.orders"]
+    assert [r.source for r in again.pipeline.refused] == ["public.Orders"]
+    nested = pipeline({"source": "public.*", "target": "{table}/v1"})
+    first = resolve(nested, [("public", "a")]).pipeline
+    again = resolve(nested, [("public", "a"), ("public", "a/v1")], kept=first.tables)
+    assert [t.target for t in again.pipeline.tables] == ["a/v1"]
+    assert "nested" in again.pipeline.refused[0].reason
 
 
 def test_two_rules_one_table_two_targets() -> None:
@@ -292,11 +330,14 @@ def test_two_rules_one_table_two_targets() -> None:
 def test_reserved_targets() -> None:
     """A table rendered onto the quarantine or the failing marks is refused."""
     pipe = pipeline({"source": "public.*"}, quarantine="audit_log")
-    with pytest.raises(ConfigError, match=r"public\.audit_log .*holds target\.quarantine"):
-        resolve(pipe, CATALOG)
-    pipe = pipeline({"source": "public.*"}, quarantine="audit")
-    with pytest.raises(ConfigError, match=r"public\.audit_failing .*holds the failing marks"):
-        resolve(pipe, [("public", "audit_failing")])
+    (refused,) = resolve(pipe, CATALOG).pipeline.refused
+    assert re.search(r"public\.audit_log .*holds target\.quarantine", refused.reason)
+    pipe = pipeline({"source": "public.*", "target": "lake.{table}"}, quarantine="Lake.Audit")
+    res = resolve(pipe, [("public", "audit_failing"), ("public", "x")])
+    assert [t.source for t in res.pipeline.tables] == ["public.x"]
+    (refused,) = res.pipeline.refused
+    assert refused.source == "public.audit_failing"
+    assert "holds the failing marks" in refused.reason
 
 
 def test_rule_matching_nothing_warns() -> None:
@@ -314,16 +355,19 @@ def test_rule_matching_nothing_warns() -> None:
     ]
 
 
+def reasons(pipe: config.Pipeline, catalog: list[tuple[str, str]]) -> list[str]:
+    """The reasons of the tables the resolution refused."""
+    return [r.reason for r in resolve(pipe, catalog).pipeline.refused]
+
+
 def test_rendered_name_must_stay_below_the_path() -> None:
     """A table whose name would make its target leave target.path (or change kind) is refused."""
     pipe = pipeline({"source": "public.*"})
-    with pytest.raises(ConfigError, match=r"public\.\.\. matched by rule tables\[1\]"):
-        resolve(pipe, [("public", "..")])
-    with pytest.raises(ConfigError, match=r"would be a catalog name"):
-        resolve(pipe, [("public", "a.b")])
+    (text,) = reasons(pipe, [("public", ".."), ("public", "ok")])
+    assert re.match(r"table public\.\.\. matched by rule tables\[1\]", text)
+    assert "would be a catalog name" in reasons(pipe, [("public", "a.b")])[0]
     catalog = pipeline({"source": "public.*", "target": "lake.{table}"})
-    with pytest.raises(ConfigError, match=r"would be a path"):
-        resolve(catalog, [("public", "a/b")])
+    assert "would be a path" in reasons(catalog, [("public", "a/b")])[0]
 
 
 def test_same_event_name_from_a_rule_is_refused() -> None:

@@ -74,7 +74,9 @@ def test_a_target_listed_twice_is_refused():
     data = with_(
         ("tables",), [{"source": "public.a", "target": "x"}, {"source": "public.b", "target": "x"}]
     )
-    with pytest.raises(ConfigError, match="target x is listed more than once"):
+    with pytest.raises(
+        ConfigError, match=r"target 'x' is the target of both public\.a and public\.b"
+    ):
         config.parse(data)
 
 
