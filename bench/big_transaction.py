@@ -52,6 +52,7 @@ from cdc.pg.queue import Consumer, Queue
 
 UNBOUNDED = "1TiB"  # a budget no batch here reaches: the driver route, as before the budget
 BOUNDED = "2GiB"  # the default
+MB_PER_GIB = (1 << 30) / 1e6
 PEAK = re.compile(r"peak memory: python (\d+) MB, jvm (\d+|unknown)")
 # 31 md5 texts: 992 characters, an event of about 1 KB
 PAYLOAD = " || ".join(f"md5((g + {i})::text)" for i in range(31))
@@ -160,14 +161,15 @@ def plot(facts: dict[str, Any], path: Path) -> None:
         + ("no budget (driver)" if n == "driver" else "2 GiB budget")
         for n in names
     ]
-    python = [runs[n]["python_mb"] / 1024 for n in names]
-    jvm = [(runs[n]["jvm_mb"] or 0) / 1024 for n in names]
+    python = [runs[n]["python_mb"] / MB_PER_GIB for n in names]
+    jvm = [(runs[n]["jvm_mb"] or 0) / MB_PER_GIB for n in names]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.bar(labels, python, label="Python")
     ax.bar(labels, jvm, bottom=python, label="JVM")
     for i, n in enumerate(names):
-        ax.text(i, python[i] + jvm[i] + 0.1, f"{runs[n]['seconds']:.0f} s", ha="center")
+        ax.text(i, python[i] + jvm[i] + 0.05, f"{runs[n]['seconds']:.0f} s", ha="center")
     ax.set_ylabel("peak resident memory (GiB)")
+    ax.set_ylim(0, max(p + j for p, j in zip(python, jvm, strict=True)) * 1.12)
     ax.set_title("One transaction of 1 KB events: the drain's peak memory")
     ax.legend()
     fig.tight_layout()
