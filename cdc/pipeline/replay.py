@@ -16,12 +16,14 @@ numbered run n:
    - any other event of key K is **superseded** when K's row in a mirror target changed
      after the event's batch: K's row before the first drain commit of a tick at or after
      the event's (Delta time travel; the ticks are the drain's txnVersions in the target's
-     log) differs from K's row now (present / absent, or any column). A later change of K
-     reached the target; applying the older event over it would undo it (the fold's order:
-     the last change of a key wins). The target's log is read once; each distinct version
-     the events' batches started from is read once (not once per key or event), only for
-     the events' keys, and joined with the current rows in one Spark job; an event whose
-     batch started from the current version is not compared (nothing came after it);
+     log) differs from K's row now (present / absent, or any column's value: ``same_row``,
+     typed, so a column widened since, numeric(10,2) to numeric(12,4), holds the same 1.50
+     in both). A later change of K reached the target; applying the older event over it
+     would undo it (the fold's order: the last change of a key wins). The target's log is
+     read once; each distinct version the events' batches started from is read once (not
+     once per key or event), only for the events' keys, and joined with the current rows in
+     one Spark job; an event whose batch started from the current version is not compared
+     (nothing came after it);
    - the others are planned (``replaying``).
 
 2. *Apply.* The planned events, in ev_id order, go through the drain's path: the target
@@ -55,11 +57,13 @@ import signal
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial, reduce
+from operator import and_
 
 import psycopg
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, DoubleType, FloatType, StructType
 
 from cdc import failures, formats
 from cdc.config import Pipeline, TableMap
@@ -292,11 +296,12 @@ class Replayer:
               for i, c in keys],
         )  # fmt: skip
         wanted_keys = events.select(*key_names).distinct()
+        current = delta_table.read(self.spark, ref, now).schema
 
         def rows_at(version: int, name: str) -> DataFrame:
-            """The events' keys' rows of a version, as (keys, JSON of the row)."""
+            """The events' keys' rows of a version, as (keys, the row in the current schema)."""
             frame = delta_table.read(self.spark, ref, version)
-            row = F.to_json(F.struct(*[F.col(quote(f.name)) for f in frame.schema.fields]))
+            row = aligned(frame, current)
             return frame.select(
                 *[_key_expr(F.col(quote(c.name)), c).alias(f"__k{i}") for i, c in keys],
                 row.alias(name),
@@ -314,9 +319,10 @@ class Replayer:
                 reduce(DataFrame.unionByName, states), on=[*key_names, "__v"], how="left"
             )
         else:
-            joined = joined.withColumn("__then", F.lit(None).cast("string"))
+            joined = joined.withColumn("__then", F.lit(None).cast(current))
         joined = joined.join(rows_at(now, "__now"), on=key_names, how="left")
-        return joined.where(~F.col("__then").eqNullSafe(F.col("__now"))).select("ev_id", "tick_id")
+        changed = ~same_row(F.col("__then"), F.col("__now"), current)
+        return joined.where(changed).select("ev_id", "tick_id")
 
     def _drain_ticks(
         self, ref: TableRef, target: str, incarnation: int | None
@@ -483,6 +489,42 @@ def filtered(
     if before is not None:
         rows = rows.where(F.col("ev_time") < F.lit(before))
     return rows
+
+
+def aligned(frame: DataFrame, current: StructType) -> SparkColumn:
+    """A row of frame (a version of the target) as a struct of the current schema's columns:
+    each cast to its current type (the drift only widens a type, which no value changes), a
+    column the version lacks null."""
+    have = {f.name for f in frame.schema.fields}
+    return F.struct(
+        *[
+            (F.col(quote(f.name)) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in current.fields
+        ]
+    )
+
+
+def _holds_floats(kind: DataType) -> bool:
+    if isinstance(kind, ArrayType):
+        return _holds_floats(kind.elementType)
+    if isinstance(kind, StructType):
+        return any(_holds_floats(f.dataType) for f in kind.fields)
+    return isinstance(kind, (FloatType, DoubleType))
+
+
+def same_row(a: SparkColumn, b: SparkColumn, schema: StructType) -> SparkColumn:
+    """Whether two rows (structs of schema, ``aligned``; null: no row) hold the same values,
+    typed: a decimal by value (1.50 equals 1.5000), a float exactly (by its shortest text:
+    NaN equals NaN, -0.0 differs from 0.0, 0.1 from 0.1000000000000001), every other value
+    as Spark compares it (null equals null)."""
+    same = [
+        (a[f.name].cast("string").eqNullSafe(b[f.name].cast("string")))
+        if _holds_floats(f.dataType)
+        else a[f.name].eqNullSafe(b[f.name])
+        for f in schema.fields
+    ]
+    both = a.isNotNull() & b.isNotNull() & reduce(and_, same, F.lit(True))
+    return (a.isNull() & b.isNull()) | both
 
 
 def _key_expr(col: SparkColumn, column: pgtypes.Column) -> SparkColumn:

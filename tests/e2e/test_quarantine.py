@@ -138,6 +138,24 @@ def test_list_replay_superseded_and_discard(priced, conn, dsn, spark, tmp_path, 
     ]
 
 
+def test_a_column_widened_since_the_event_is_no_later_change(priced, conn, dsn, spark, tmp_path):
+    """Key 2's row before the NaN event's batch (amount numeric(10,2): 2.00) and now, after
+    the column was widened to numeric(12,4) (2.0000), hold the same values: replay applies
+    the event (which fails again on its NaN) instead of marking it superseded."""
+    tables, _ = priced
+    conn.execute("update p set note = 'later' where id = 1")  # a commit before the widening
+    _drain(dsn, tmp_path, tables, spark)
+    conn.execute("alter table p alter column amount type numeric(12,4)")
+    conn.execute("update p set note = 'widened' where id = 3")
+    _drain(dsn, tmp_path, tables, spark)
+    widened = spark.read.format("delta").load(str(tmp_path / "p")).schema["amount"].dataType
+    assert widened.simpleString() == "decimal(12,4)"
+    pipe = drainkit.pipeline(dsn, str(tmp_path), tables)
+    result = replay.Replayer(pipe, spark).replay("public.p")
+    assert (result.replayed, result.superseded, result.failed) == (0, 0, 1)
+    assert list(result.reasons) == [CAST]
+
+
 def _replay_killed(conf: Path, kill_at: str) -> subprocess.CompletedProcess:
     """``cdc quarantine replay public.o`` in its own process, which kills itself at a stage."""
     env = {**os.environ, replay.KILL_AT_ENV: kill_at}
