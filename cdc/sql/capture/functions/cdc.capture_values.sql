@@ -73,7 +73,8 @@ begin
     end if;
     if exists (select 1 from pg_cast
                 where castsource = base and casttarget = 'text'::regtype and castmethod = 'f') then
-        return format('case when not (%s) then format(''%%s'', %s) end',
+        -- parenthesised: PL/pgSQL's IF reads its condition up to the first THEN
+        return format('(case when not (%s) then format(''%%s'', %s) end)',
                       cdc._cap_is_null(i_var, i_col, i_type), cdc._cap_field(i_var, i_col));
     end if;
     return cdc._cap_field(i_var, i_col) || '::text';
