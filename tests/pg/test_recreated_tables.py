@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from cdc.pg import capture, capture_rules
+from cdc.pg import capture, capture_rules, install
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Queue
+from tests.pg.test_install import owned_db  # noqa: F401  (a fixture)
 
 HOSTILE = 'we"ird.t $x$'  # a quote, a dot, a space and a dollar quote in one name
 RECREATED = "cdc.recreated"
@@ -104,24 +105,28 @@ def test_an_explicit_attach_again_asks_for_the_rows_the_new_table_holds(db):
     assert len(_events(db)) == 2
 
 
-def test_without_the_drop_trigger_the_next_attach_finds_the_gone_capture(db):
-    """Where no event trigger saw the DROP (a non-superuser install), the capture of the
-    dropped table stays behind; the sync that attaches the new table of its name removes it
-    (and its generated function) and writes the marker, then the snapshot signal."""
-    db.execute("alter event trigger cdc_capture_drop disable")
-    db.execute("alter event trigger cdc_capture_rules disable")
-    capture_rules.add(db, "s.*", CaptureOptions(queue="q"))
-    old = _create(db, "t")
-    capture_rules.sync(db, "q")
-    gone = db.execute("select cap_function from cdc.capture").fetchone()[0]
-    db.execute("insert into s.t values (1, 'old')")
-    db.execute("drop table s.t")
-    _create(db, "t", "(10, 'new')")
-    capture_rules.sync(db, "q")
-    assert _events(db) == [
-        ("INSERT", '{"id":1,"v":"old"}', "s.t"),
-        _marker("t", old),
-        ("cdc.snapshot", '{"table": "s.t"}', "s.t"),
-    ]
-    assert db.execute("select cap_table::regclass::text from cdc.capture").fetchall() == [("s.t",)]
-    assert db.execute("select to_regproc(%s)", (f"cdc.{gone}",)).fetchone() == (None,)
+def test_without_a_superuser_the_next_attach_finds_the_gone_capture(owned_db):  # noqa: F811
+    """Installed by a role that is not a superuser: no event trigger sees the DROP, so the
+    capture of the dropped table stays behind; the sync that attaches the new table of its
+    name removes it (and its generated function) and writes the marker, then the snapshot
+    signal."""
+    install.install(owned_db)
+    with psycopg.connect(owned_db, autocommit=True) as db:
+        Queue(db, "q").create()
+        db.execute("create schema s")
+        capture_rules.add(db, "s.*", CaptureOptions(queue="q"))
+        old = _create(db, "t")
+        capture_rules.sync(db, "q")
+        gone = db.execute("select cap_function from cdc.capture").fetchone()[0]
+        db.execute("insert into s.t values (1, 'old')")
+        db.execute("drop table s.t")
+        _create(db, "t", "(10, 'new')")
+        capture_rules.sync(db, "q")
+        assert _events(db) == [
+            ("INSERT", '{"id":1,"v":"old"}', "s.t"),
+            _marker("t", old),
+            ("cdc.snapshot", '{"table": "s.t"}', "s.t"),
+        ]
+        captured = db.execute("select cap_table::regclass::text from cdc.capture").fetchall()
+        assert captured == [("s.t",)]
+        assert db.execute("select to_regproc(%s)", (f"cdc.{gone}",)).fetchone() == (None,)
