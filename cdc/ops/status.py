@@ -41,7 +41,7 @@ from cdc.config import Pipeline
 from cdc.pg import source, sqlfiles
 from cdc.pg.engine import Engine
 from cdc.targets import failing, quarantine, readers, snapshots
-from cdc.targets.delta_table import LocalTable
+from cdc.targets.delta_table import LocalTable, needs_mapping
 from cdc.targets.table import app_id, legacy_app_id
 
 MAX_PENDING_AGE = 900.0  # seconds: the default threshold of "unhealthy"
@@ -103,6 +103,7 @@ class TableState:
     snapshot_rows: int | None = None  # rows copied so far
     snapshot_reason: str | None = None  # why it failed
     column_mapping: bool = False  # its column names are mapped (cdc.targets.readers)
+    mapping_unneeded: bool = False  # mapped, though none of its column names needs it
     readers: dict[str, str] = field(default_factory=dict)  # reader -> safe, refuses, wrong
 
 
@@ -318,6 +319,8 @@ def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Sta
                 state.last_tick = table.committed(legacy_app_id(src, t.target))
             state.rows = table.rows()
             state.column_mapping = table.is_mapped()
+            names = [f.name for f in table.table.schema().fields]
+            state.mapping_unneeded = state.column_mapping and not any(map(needs_mapping, names))
             state.readers = readers.verdicts(table)
         state.quarantined = quarantined.get(t.source, 0)
         if consumer.dead_letters is not None:
@@ -421,11 +424,17 @@ def render(status: Status) -> str:
 def _mapping(t: TableState) -> str:
     """What a table with column mapping means for its readers."""
     by = {v: ", ".join(r for r, found in t.readers.items() if found == v) for v in readers.VERDICTS}
-    text = f"COLUMN MAPPING {t.target} (a column name needs it): read it with {by[readers.SAFE]}"
+    text = f"COLUMN MAPPING {t.target}: read it with {by[readers.SAFE]}"
     if by[readers.WRONG]:
-        text += f"; {by[readers.WRONG]} read NULL in place of its mapped columns' values"
+        text += f"; NULL in place of its mapped columns' values with {by[readers.WRONG]}"
     if by[readers.REFUSES]:
-        text += f"; {by[readers.REFUSES]} refuse it"
+        text += f"; refused by {by[readers.REFUSES]}"
+    if t.mapping_unneeded:
+        text += (
+            "; none of its column names needs mapping (a target made by an earlier version):"
+            " setting its delta.columnMapping.mode to 'none' lets every reader read it"
+            " (docs/operations.md, which readers read which tables)"
+        )
     return text
 
 

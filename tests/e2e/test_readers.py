@@ -102,8 +102,9 @@ def test_each_path_wrote_the_table_and_status_names_its_mapping(drained) -> None
     [table] = drained.status.tables
     assert table.column_mapping
     [line] = [x for x in status_module.render(drained.status).splitlines() if "MAPPING" in x]
-    assert line.startswith("COLUMN MAPPING t (a column name needs it): read it with Spark,")
-    assert "delta-rs to_pyarrow_table" in line and "polars read_delta refuse" in line
+    assert line.startswith("COLUMN MAPPING t: read it with Spark, delta-rs QueryBuilder;")
+    assert not table.mapping_unneeded and "earlier version" not in line
+    assert "values with delta-rs to_pyarrow_table" in line and "by polars read_delta" in line
 
 
 @pytest.mark.parametrize("reader", readers.READERS)
