@@ -9,14 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from cdc import config
+from cdc.errors import CdcError
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
+from tests.support import drainkit
 
 pytestmark = pytest.mark.spark
 
@@ -106,6 +109,39 @@ def test_a_batch_within_the_budget_stays_on_the_driver(conn, dsn, spark, tmp_pat
         drain.run(on_batch=seen.append)
     assert [(s.read, s.on_driver) for s in seen if s.events] == [("copy", {"a"})]
     _same(conn, spark, pipeline, "a")
+
+
+def test_on_a_cluster_an_outgrown_batch_is_read_again_over_jdbc(conn, dsn, spark, tmp_path):
+    """Without a spill folder (a cluster master: the driver's disk is not the executors'), a
+    batch past the budget is refused where JDBC cannot reach the source (a unix socket: the
+    message names the ways out, the batch stays unfinished and the connection usable), and
+    read again by the executors over JDBC where it can, exactly."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table a (id int primary key, v text, n numeric(10,2))")
+    capture.attach(conn, "public.a", CaptureOptions(queue="q"))
+    conn.execute("insert into a select g, repeat('x', 300), g from generate_series(1, 500) g")
+    pipeline, _ = _budget_pipeline(dsn, tmp_path, "64KiB", ["a"])
+    with Drain(pipeline, spark) as drain:
+        drain.reader.spill_dir = None  # as on a cluster master without drain.spill_dir
+        with pytest.raises(CdcError, match=r"drain\.spill_dir.*not a unix socket"):
+            drain.run()
+        assert drain.conn.execute("select 1").fetchone() == (1,)
+        assert drain.consumer.next_batch() is not None  # the same batch, not finished
+    with drainkit.tcp_cluster() as tcp, psycopg.connect(tcp, autocommit=True) as remote:
+        Queue(remote, "q").create()
+        Consumer(remote, "q", "delta").register()
+        remote.execute("create table a (id int primary key, v text, n numeric(10,2))")
+        capture.attach(remote, "public.a", CaptureOptions(queue="q"))
+        remote.execute("insert into a select g, repeat('x', 300), g from generate_series(1, 500) g")
+        remote.execute("update a set v = 'short' where id % 2 = 0")
+        pipeline, _ = _budget_pipeline(tcp, tmp_path / "tcp", "64KiB", ["a"])
+        seen = []
+        with Drain(pipeline, spark) as drain:
+            drain.reader.spill_dir = None
+            drain.run(on_batch=seen.append)
+        assert [s.read for s in seen if s.events] == ["jdbc"]
+        _same(remote, spark, pipeline, "a")
 
 
 PEAK = re.compile(r"peak memory: python ([\d.]+) MB")
