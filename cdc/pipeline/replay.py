@@ -233,7 +233,8 @@ class Replayer:
             .when(
                 truncate,
                 F.lit(
-                    f"a TRUNCATE is not replayed (it would empty the target of later changes):"
+                    "a TRUNCATE or a re-created table's marker is not replayed (it would empty"
+                    " the target of later changes):"
                     f" `cdc resync {result.source}` rebuilds the table"
                 ),
             )
@@ -252,9 +253,11 @@ class Replayer:
         result.superseded = counts.get(quarantine.SUPERSEDED, 0)
         result.failed = counts.get(quarantine.FAILED, 0)
         if result.failed:
-            result.reasons["a TRUNCATE is not replayed"] = result.failed
+            result.reasons["a TRUNCATE or a re-created table's marker is not replayed"] = (
+                result.failed
+            )
         log.info(
-            "%s: replay run %d planned: %d to apply, %d superseded, %d TRUNCATE kept",
+            "%s: replay run %d planned: %d to apply, %d superseded, %d TRUNCATE or marker kept",
             result.source, run, counts.get(quarantine.REPLAYING, 0), result.superseded,
             result.failed,
         )  # fmt: skip
