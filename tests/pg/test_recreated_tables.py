@@ -56,10 +56,13 @@ def _marker(name: str, *dropped: int) -> tuple[str, str, str]:
     return (RECREATED, data, f"s.{name}")
 
 
-def test_a_table_recreated_under_a_rule_begins_with_the_marker(db):
+@pytest.mark.parametrize("bodies", ["on", "off"])
+def test_a_table_recreated_under_a_rule_begins_with_the_marker(db, bodies):
     """Dropped while its events wait and created again in the same transaction: the rule
     attaches the new table after the marker, which sits between both tables' events; a name
-    with a quote, a dot and a dollar quote reaches the marker as capture events spell it."""
+    with a quote, a dot and a dollar quote reaches the marker as capture events spell it,
+    whether the session checks function bodies or not."""
+    db.execute(sql.SQL("set check_function_bodies = {}").format(sql.SQL(bodies)))
     capture_rules.add(db, "s.*", CaptureOptions(queue="q"))
     old = _create(db, HOSTILE, "(1, 'old')")
     name = sql.Composed([_table(HOSTILE)])
