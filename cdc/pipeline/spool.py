@@ -35,9 +35,10 @@ __all__ = ["EXPANSION", "Overflow", "Spool"]
 
 log = logging.getLogger("cdc.drain")
 
-# The driver path's peak memory over a batch's Arrow events: about 9 for one transaction of
-# 1 KB json events (docs/benchmarks.md, "One huge transaction"), with room for the process's
-# own resting size (about 300 MB with Spark's gateway) within the budget.
+# The driver path's peak memory over a batch's Arrow events: 7 to 9 for one transaction of
+# 1 KB json events (7.1 at 1M events, 9.4 at 50,000: docs/benchmarks.md, "One huge
+# transaction"), with room for the process's own resting size (about 270 MB with Spark's
+# gateway) within the budget.
 EXPANSION = 12
 SPILL_FILE = "events.parquet"
 
