@@ -78,7 +78,7 @@ PHASES: dict[str, list[tuple[str, str]]] = {
         ("cdc.pg.source", "incarnation"),
     ],
     "reconcile": [("cdc.targets.schema_drift", "reconcile")],
-    "decode": [("cdc.pipeline.decode", "Decoded.facts")],
+    "decode": [("cdc.engines.spark.decode", "Decoded.facts")],
     "fold+merge": [
         ("cdc.targets.delta_table", "merge"),
         ("cdc.targets.delta_table", "overwrite"),

@@ -170,11 +170,11 @@ def _with_keys(pipeline: Pipeline, events: DataFrame) -> list[tuple[Any, list[st
     table the source no longer has)."""
     import psycopg
 
+    from cdc.engines.spark import decode as spark_decode
     from cdc.names import parse_table_name
     from cdc.pg import pgtypes
-    from cdc.pipeline import decode
 
-    typed = decode.with_op_and_map(events).collect()
+    typed = spark_decode.with_op_and_map(events).collect()
     names: dict[str, list[str]] = {}
     with psycopg.connect(pipeline.source.dsn, autocommit=True) as conn:
         for source in {r["source"] for r in typed if r["source"]}:

@@ -13,7 +13,7 @@ One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in on
 - a format decodes either inside the JVM (``jvm_map``: a Spark expression over ev_data) or in
   Python (``python_map``: run in an Arrow UDF, on that format's events only);
 - a format may also decode on the driver, in plain Python (``driver_op``, ``driver_map``)
-  (cdc.pipeline.driver_decode): those answer exactly what its Spark decoder answers, or
+  (cdc.engines.arrow.decode): those answer exactly what its Spark decoder answers, or
   raise ``Undecided`` when they cannot be sure of it (then Spark decodes);
 - and, to decode many events at once on the driver, a format may say what the events of one
   shape look like (``driver_shape``: the ``Shape`` of the ev_data of one event, which

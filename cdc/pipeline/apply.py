@@ -8,7 +8,7 @@ moved) and the touched tables' columns (``SourceColumns``: one query for all of 
 batch, the full catalog read only for a table whose digest changed). Then each touched
 table, on a bounded pool of worker threads with a child Spark session each
 (cdc.pipeline.pool): the target follows the source's schema (cdc.targets.schema_drift), the
-table's events are decoded (cdc.pipeline.decode) and written by the target's kind
+table's events are decoded (cdc.engines.spark.decode) and written by the target's kind
 (cdc.targets.registry: mirror folds and MERGEs, history appends). Every write carries the
 batch's commit identity (cdc.targets.table.Commit), its own per target, so a batch redone
 after a crash (with any subset of its targets committed) skips those it had committed; a
@@ -37,23 +37,24 @@ from pyspark.sql import functions as F
 
 from cdc import failures
 from cdc.config import Pipeline, TableMap
+from cdc.engines.arrow import decode as arrow_decode
+from cdc.engines.spark import decode as spark_decode
 from cdc.errors import CdcError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
 from cdc.pg.queue import Batch
-from cdc.pipeline import decode, driver_decode
 from cdc.pipeline.pool import SessionPool, in_session
 from cdc.pipeline.reader import BatchEvents
+from cdc.rows import TableBatch, add_time
 from cdc.spark import is_local
 from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
-from cdc.targets.kind import TableBatch, add_time
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 
 log = logging.getLogger("cdc.drain")
 
 WORKERS = 4  # tables applied at once (cdc drain --workers)
 # A table's events up to this many, read with COPY (in Arrow on the driver), are decoded and
-# written from the driver where they can be (cdc.pipeline.driver_decode, the kind's
+# written from the driver where they can be (cdc.engines.arrow.decode, the kind's
 # apply_on_driver). On a local master every batch read with COPY is: the driver is where
 # Spark would work too, and Arrow's kernels, a fold in numpy and delta-rs' MERGE cost a
 # fraction of Spark's jobs. On a cluster only these small ones are: a large batch's work is
@@ -139,7 +140,7 @@ class SourceColumns:
 class Outcome:
     """What one table's task did."""
 
-    decoded: decode.Decoded | None = None
+    decoded: spark_decode.Decoded | None = None
     bad: DataFrame | None = None  # its bad events (in the task's session), when any
     failure: str | None = None  # why it cannot be applied (it becomes failing)
     timings: dict[str, float] = field(default_factory=dict)
@@ -261,7 +262,7 @@ class BatchApplier:
         failing earlier."""
         bad: list[DataFrame] = []
         if events.strays is not None:
-            strays = decode.with_op_and_map(events.strays).withColumn(
+            strays = spark_decode.with_op_and_map(events.strays).withColumn(
                 "reason", stray_reason(self.pipeline)
             )
             bad.append(strays)
@@ -282,7 +283,7 @@ class BatchApplier:
         ]
         outcomes = self.pool.run(tasks)
         newly: dict[str, tuple[str, str]] = {}
-        decoded_tables: list[decode.Decoded] = []
+        decoded_tables: list[spark_decode.Decoded] = []
         for table in todo:
             out = outcomes[table.target]
             for phase, seconds in out.timings.items():
@@ -387,7 +388,7 @@ class BatchApplier:
         return out
 
     def _on_driver(self, part: TablePart) -> bool:
-        """A batch read with COPY, decoded (cdc.pipeline.driver_decode) and written
+        """A batch read with COPY, decoded (cdc.engines.arrow.decode) and written
         (the kind's apply_on_driver) without Spark; False when either cannot: then Spark
         decodes and writes it."""
         raw = part.events.arrow.get(part.table.source)
@@ -395,7 +396,7 @@ class BatchApplier:
         if raw is None or not kind.writes_on_driver:  # not decoded for nothing
             return False
         started = time.monotonic()
-        rows = driver_decode.decode(raw, part.columns, part.drift)
+        rows = arrow_decode.decode(raw, part.columns, part.drift)
         started = add_time(part.out.timings, "decode", started)
         if rows is None:
             return False
@@ -407,12 +408,12 @@ class BatchApplier:
         return done
 
     def _in_spark(self, part: TablePart, small: bool, spark: SparkSession) -> None:
-        """The table's events decoded in Spark (cdc.pipeline.decode: its bad events kept for
+        """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept for
         the quarantine) and written by its kind."""
         started = time.monotonic()
         out, columns = part.out, part.columns
         frame = in_session(part.events.tables[part.table.source], spark)
-        out.decoded = decode.decode_table(
+        out.decoded = spark_decode.decode_table(
             frame, columns, part.events.formats[part.table.source], part.drift, cache=not small
         )
         facts = out.decoded.facts(columns)  # decodes, into the cache

@@ -17,7 +17,7 @@ importing ``S_c`` (``pg_export_snapshot``). Every one of those sessions runs in
 cdc.pg.reading's settings, so that no code of the table's owner runs in it, and a table whose
 row-level security applies to the reading role is refused (``RowSecurityRefused``), never
 copied in part. ``typed`` casts the text as event values are
-cast (cdc.pipeline.decode), so a chunk row and an event row of the same data are equal in
+cast (cdc.engines.spark.decode), so a chunk row and an event row of the same data are equal in
 Delta; a row with a value that does not cast carries the reason (it goes to the quarantine).
 """
 
@@ -32,8 +32,8 @@ from psycopg import sql
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc.engines.spark import decode as spark_decode
 from cdc.pg import copyreader, pgtypes, reading
-from cdc.pipeline import decode
 from cdc.targets.table import quote
 
 __all__ = ["TEXT_SETTINGS", "ChunkPlan", "ChunkReader", "typed"]
@@ -297,7 +297,10 @@ def _jdbc_key(index: int) -> str:
 def typed(raw: DataFrame, columns: list[pgtypes.Column]) -> DataFrame:
     """The columns cast from text as event values are, and the reason a row cannot be
     (``__reason``, with its text values as JSON in ``__raw``)."""
-    casts = [decode.cast_text(F.col(quote(c.name)), c.spark_type).alias(c.name) for c in columns]
+    casts = [
+        spark_decode.cast_text(F.col(quote(c.name)), c.spark_type).alias(c.name)
+        for c in columns
+    ]
     failed = [
         F.when(F.col(quote(c.name)).isNotNull() & cast.isNull(), F.lit(c.name))
         for c, cast in zip(columns, casts, strict=True)
@@ -305,7 +308,7 @@ def typed(raw: DataFrame, columns: list[pgtypes.Column]) -> DataFrame:
     reason = F.concat(
         F.lit("snapshot: value does not cast to the column type: "), F.concat_ws(", ", *failed)
     )
-    any_failed = decode.any_of([f.isNotNull() for f in failed])
+    any_failed = spark_decode.any_of([f.isNotNull() for f in failed])
     raw_json = F.to_json(F.struct(*[F.col(quote(c.name)) for c in columns]))
     return raw.select(
         *casts,

@@ -157,7 +157,7 @@ def quarantined_keys(
 ) -> set[tuple[str | None, ...]]:
     """The keys (as key_text gives them) of the source table's open quarantined rows:
     events (their key columns' text values) and snapshot rows (their JSON)."""
-    from cdc.pipeline import decode
+    from cdc.engines.spark import decode as spark_decode
     from cdc.targets import quarantine
 
     rows = quarantine.with_state(
@@ -168,7 +168,7 @@ def quarantined_keys(
     if rows is None:
         return set()
     mine = quarantine.open_rows(rows).where(F.col("source") == source)
-    typed = decode.with_op_and_map(mine)
+    typed = spark_decode.with_op_and_map(mine)
     is_row = F.col("ev_type") == quarantine.SNAPSHOT
     keys = [
         F.when(is_row, F.get_json_object("ev_data", "$." + _json_path(k))).otherwise(

@@ -53,7 +53,7 @@ SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch,
 
 class Lazy(Mapping[str, T]):
     """Values by table, each made on first use: a table written from the driver
-    (cdc.pipeline.driver_decode) never needs its Spark frame, nor its formats."""
+    (cdc.engines.arrow.decode) never needs its Spark frame, nor its formats."""
 
     def __init__(self, make: Callable[[str], T], names: list[str]) -> None:
         self._make = make

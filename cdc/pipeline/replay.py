@@ -28,7 +28,7 @@ numbered run n:
 
 2. *Apply.* The planned events, in ev_id order, go through the drain's path: the target
    follows the source's schema (cdc.targets.schema_drift), the events are decoded
-   (cdc.pipeline.decode), folded per key and MERGEd (mirror) or appended (history), in one
+   (cdc.engines.spark.decode), folded per key and MERGEd (mirror) or appended (history), in one
    commit per target marked with the idempotent-write identity ``<drain appId>#replay`` /
    run n: a replay killed after some commits and run again skips those targets.
 3. *Finish.* Each planned event is marked ``replayed``, or ``failed`` with the new reason
@@ -67,12 +67,14 @@ from pyspark.sql.types import ArrayType, DataType, DoubleType, FloatType, Struct
 
 from cdc import failures, formats
 from cdc.config import Pipeline, TableMap
+from cdc.engines.spark import decode as spark_decode
+from cdc.engines.spark import fold as spark_fold
+from cdc.engines.spark.decode import cast_text
 from cdc.errors import CdcError
 from cdc.pg import pgtypes
 from cdc.pg import source as source_module
-from cdc.pipeline import decode
-from cdc.targets import delta_table, failing, fold, quarantine, registry, schema_drift
-from cdc.targets.kind import TableBatch
+from cdc.rows import TableBatch, is_numeric_text, meta
+from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id, quote
 
 log = logging.getLogger("cdc.replay")
@@ -202,7 +204,7 @@ class Replayer:
         if not events.limit(1).count():
             return None
         run = quarantine.next_run(self.spark, self.rref)
-        typed = decode.with_op_and_map(events).cache()
+        typed = spark_decode.with_op_and_map(events).cache()
         by_failing = F.col("reason").startswith("target ")  # is_failing_reason
         truncate = F.col("op").isin(*formats.RESET_OPS)  # a TRUNCATE, a table re-created
         superseded: DataFrame | None = None
@@ -295,7 +297,7 @@ class Replayer:
             "ev_id",
             "tick_id",
             "__v",
-            *[_key_expr(decode.cast_text(kv.getItem(c.name), c.spark_type), c).alias(f"__k{i}")
+            *[_key_expr(cast_text(kv.getItem(c.name), c.spark_type), c).alias(f"__k{i}")
               for i, c in keys],
         )  # fmt: skip
         wanted_keys = events.select(*key_names).distinct()
@@ -410,7 +412,7 @@ class Replayer:
             drift = schema_drift.reconcile(
                 self.spark, None, ref, (m.schema, m.name), columns, kind, fill
             )
-            decoded = decode.decode_table(events, drift.columns, decode.FORMATS, drift)
+            decoded = spark_decode.decode_table(events, drift.columns, spark_decode.FORMATS, drift)
         except Exception as exc:
             self._table_failure(exc, events, failed)
             return
@@ -424,8 +426,8 @@ class Replayer:
                 skip = self.spark.createDataFrame(list(failed), "e long, t long")
                 rows = rows.join(
                     skip,
-                    (rows[decode.meta("ev_id")] == skip["e"])
-                    & (rows[decode.meta("tick_id")] == skip["t"]),
+                    (rows[meta("ev_id")] == skip["e"])
+                    & (rows[meta("tick_id")] == skip["t"]),
                     "left_anti",
                 )
             batch = TableBatch(rows, drift.columns, None, facts.key_range)
@@ -531,8 +533,8 @@ def same_row(a: SparkColumn, b: SparkColumn, schema: StructType) -> SparkColumn:
 
 
 def _key_expr(col: SparkColumn, column: pgtypes.Column) -> SparkColumn:
-    """A key value as keys match (numeric text without trailing zeros, cdc.targets.fold)."""
-    return fold.norm_numeric(col) if fold.is_numeric_text(column) else col
+    """A key value as keys match (numeric text without trailing zeros, cdc.engines.spark.fold)."""
+    return spark_fold.norm_numeric(col) if is_numeric_text(column) else col
 
 
 def versions_before(

@@ -6,7 +6,7 @@ drain's), written to every mirror target of the table by a whole-row MERGE
 (cdc.targets.mirror.Mirror.upsert), its rows that do not cast sent to the quarantine, and
 only then is its progress saved (cdc.targets.snapshots): a process killed in between does
 the chunk again, harmlessly. Where every target is a local mirror delta-rs may write, the
-chunk is read with COPY into Arrow, cast there (cdc.pipeline.driver_decode.cast_rows: the
+chunk is read with COPY into Arrow, cast there (cdc.engines.arrow.decode.cast_rows: the
 Spark casts' answers, or none) and appended by delta-rs when the target holds no row of the
 chunk's key range (Mirror.upsert_on_driver); anything else is written by Spark as above.
 """
@@ -26,13 +26,15 @@ from pyspark.sql import functions as F
 
 from cdc import failures
 from cdc.config import Pipeline, TableMap
+from cdc.engines.arrow import decode as arrow_decode
+from cdc.engines.arrow import write as driver_writes
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes, reading
 from cdc.pg import source as source_module
-from cdc.pipeline import chunks, driver_decode
+from cdc.pipeline import chunks
 from cdc.pipeline.chunks import ChunkPlan
 from cdc.spark import is_local
-from cdc.targets import delta_table, driver_writes, quarantine, registry, snapshots
+from cdc.targets import delta_table, quarantine, registry, snapshots
 from cdc.targets.mirror import Mirror
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
@@ -169,7 +171,7 @@ class Job:
 
     def _on_driver(self, columns: list[pgtypes.Column]) -> bool:
         """Whether the chunk may be written from the driver: every target a local mirror
-        whose log delta-rs may write (cdc.targets.driver_writes; an existing target, or one
+        whose log delta-rs may write (cdc.engines.arrow.write; an existing target, or one
         to be created, which Spark creates without deletion vectors)."""
         for target in self.targets:
             ref, kind = self.pipeline.table(target.target), registry.kind(target.mode)
@@ -182,14 +184,14 @@ class Job:
         return True
 
     def _write_on_driver(self, data: pa.Table | None, columns: list[pgtypes.Column]) -> int | None:
-        """Writes a chunk's rows cast on the driver (cdc.pipeline.driver_decode.cast_rows)
+        """Writes a chunk's rows cast on the driver (cdc.engines.arrow.decode.cast_rows)
         to every target, each an append (Mirror.upsert_on_driver); returns the rows read,
         or None when the chunk must be written by Spark (a value the driver does not cast
         for certain, a target that holds rows in the chunk's range). A target appended to
         before another one refuses is MERGEd again by Spark: the same rows."""
         if data is None:
             return None
-        typed = driver_decode.cast_rows(data, columns)
+        typed = arrow_decode.cast_rows(data, columns)
         if typed is None:
             return None
         stage("read")

@@ -14,7 +14,7 @@ PostgreSQL column name may hold spaces and punctuation that Parquet refuses); a 
 later under such a name turns mapping on in place first (``add_columns``). Without deletion
 vectors unless the session's
 ``spark.databricks.delta.properties.defaults.enableDeletionVectors`` asks for them: a table
-without them takes small batches from the driver (cdc.targets.driver_writes), and gets them
+without them takes small batches from the driver (cdc.engines.arrow.write), and gets them
 when it grows past that path's size (``enable_deletion_vectors``). On a local path, the
 table's existence, schema and properties are read from its log without a JVM (LocalTable).
 """
@@ -76,7 +76,7 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 MERGE_SOURCE = "cdc_batch_source"  # the view a MERGE reads its source from, as ``s``
 DELETION_VECTORS = "delta.enableDeletionVectors"
 CONFLICTS = (
-    "CommitFailedError",  # delta-rs (cdc.targets.driver_writes)
+    "CommitFailedError",  # delta-rs (cdc.engines.arrow.write)
     "ConcurrentAppendException",
     "ConcurrentDeleteReadException",
     "ConcurrentDeleteDeleteException",
@@ -180,7 +180,7 @@ def ensure(
         if any(needs_mapping(name) for name, _ in columns):
             builder = builder.property(COLUMN_MAPPING, "name")
         if local_path(ref) is None:
-            # no driver-side writes there (cdc.targets.driver_writes): a MERGE that deletes
+            # no driver-side writes there (cdc.engines.arrow.write): a MERGE that deletes
             # or updates a few rows marks them instead of rewriting whole files
             builder = builder.property(DELETION_VECTORS, "true")
         builder.execute()

@@ -13,9 +13,9 @@ from pyspark.sql import functions as F
 
 from cdc.errors import ConfigError
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, value
+from cdc.rows import TableBatch, meta, value
 from cdc.targets import delta_table
-from cdc.targets.kind import TableBatch, TargetKind
+from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef
 
 __all__ = ["HISTORY_META", "History"]

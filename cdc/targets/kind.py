@@ -6,7 +6,7 @@ Its lifecycle, per target table:
 - ``ensure``: the target exists with the columns the source's columns call for (created, or
   the missing ones added); schema drift (cdc.targets.schema_drift) calls it, and asks
   ``holds_rows`` whether rows that predate a column get its default and follow the key;
-- ``apply``: one batch's decoded rows (cdc.pipeline.decode), written in one commit marked
+- ``apply``: one batch's decoded rows (cdc.rows), written in one commit marked
   with the batch's Commit, so that a rerun after a crash writes nothing twice;
   ``apply_on_driver`` the same for a batch decoded on the driver, where the kind can;
 - ``load``: the initial copy from a snapshot of the source (kinds that hold rows);
@@ -18,13 +18,12 @@ Kinds are found by mode name in cdc.targets.registry.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
 from cdc.pg.pgtypes import Column
+from cdc.rows import TableBatch
 from cdc.targets import delta_table
 from cdc.targets.registry import Mode
 from cdc.targets.table import Commit, TableRef
@@ -32,25 +31,9 @@ from cdc.targets.table import Commit, TableRef
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["TableBatch", "TargetKind", "add_time"]
+__all__ = ["TargetKind"]
 
 
-@dataclass
-class TableBatch:
-    """One table's decoded rows of a batch, and what the decode learnt of them."""
-
-    rows: DataFrame  # meta(n) per META name, value(i) and present(i) per column
-    columns: list[Column]  # with the Spark types the values are written as
-    truncated_at: int | None = None  # ev_id of the batch's last TRUNCATE of the table
-    key_range: tuple[str, str] | None = None  # lowest, highest first key value, as text
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, summed
-    small: bool = False  # few events, read on the driver: may be written from it
-
-
-def add_time(timings: dict[str, float], phase: str, started: float) -> float:
-    now = time.monotonic()
-    timings[phase] = timings.get(phase, 0.0) + now - started
-    return now
 
 
 class TargetKind:
@@ -90,7 +73,7 @@ class TargetKind:
     def apply_on_driver(
         self, ref: TableRef, commit: Commit, events: pa.Table, columns: list[Column]
     ) -> bool:
-        """Writes a batch's events decoded on the driver (cdc.pipeline.driver_decode:
+        """Writes a batch's events decoded on the driver (cdc.engines.arrow.decode:
         the layout of TableBatch.rows, as Arrow) without Spark, as ``apply`` would, in one
         commit marked with commit; False when this kind or this target cannot (then
         ``apply`` writes them)."""

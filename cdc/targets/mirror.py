@@ -1,6 +1,6 @@
 """The mirror kind: the target holds the source table's rows, by key.
 
-A batch's events of the table are folded to one action per key (cdc.targets.fold) and
+A batch's events of the table are folded to one action per key (cdc.engines.spark.fold) and
 MERGEd into the target (a batch decoded on the driver: folded and MERGEd there,
 ``apply_on_driver``), with a literal range of the first key column that prunes files; a
 batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE, and
@@ -20,10 +20,14 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc import rows as contract
+from cdc.engines.arrow import fold as arrow_fold
+from cdc.engines.arrow import write as driver_writes
+from cdc.engines.spark import fold
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, value
-from cdc.targets import delta_table, driver_writes, fold, fold_arrow
-from cdc.targets.kind import TableBatch, TargetKind, add_time
+from cdc.rows import TableBatch, add_time, meta, value
+from cdc.targets import delta_table
+from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef, quote
 
 if TYPE_CHECKING:
@@ -58,13 +62,13 @@ def _pruning(columns: list[Column], key_range: tuple[str, str] | None) -> str:
     """A literal range on the first key column, so that the MERGE reads only the files whose
     statistics overlap the batch's keys. A numeric key kept as text matches any text of the
     same number (``1.0``, ``1.00``): every such text lies between the lowest normalised key
-    and the highest normalised key followed by "1" (fold.numeric_text_range)."""
+    and the highest normalised key followed by "1" (contract.numeric_text_range)."""
     first = next(c for c in columns if c.is_key)
     if key_range is None or first.spark_type not in PRUNABLE:
         return ""
     low, high = key_range
-    if fold.is_numeric_text(first):
-        low, high = fold.numeric_text_range(low, high)
+    if contract.is_numeric_text(first):
+        low, high = contract.numeric_text_range(low, high)
     low_sql, high_sql = _literal(low, first.spark_type), _literal(high, first.spark_type)
     if low_sql is None or high_sql is None:
         return ""
@@ -99,7 +103,7 @@ class Mirror(TargetKind):
 
         A small batch (Spark decoded it: the driver could not be sure) of a local target
         that delta-rs may write is folded here, collected and MERGEd from the driver instead
-        (cdc.targets.driver_writes); a local target that outgrew that path gets deletion
+        (cdc.engines.arrow.write); a local target that outgrew that path gets deletion
         vectors before its first Spark MERGE."""
         columns = batch.columns
         schema = self.ensure(spark, ref, columns)
@@ -127,7 +131,7 @@ class Mirror(TargetKind):
         if local is not None and driver_writes.outgrown(local):
             delta_table.enable_deletion_vectors(spark, ref)
         if batch.truncated_at is not None:
-            kept = folded.where(F.col("__action") == fold.UPSERT).select(
+            kept = folded.where(F.col("__action") == contract.UPSERT).select(
                 *[F.col(value(i)).cast(t).alias(n) for i, (n, t) in enumerate(schema)]
             )
             delta_table.overwrite(kept, ref, commit)
@@ -137,9 +141,9 @@ class Mirror(TargetKind):
             names = ", ".join(quote(n) for n, _ in schema)
             values = ", ".join(f"s.{value(i)}" for i in range(len(schema)))
             clauses = (
-                f"when matched and s.__action = '{fold.DELETE}' then delete"
+                f"when matched and s.__action = '{contract.DELETE}' then delete"
                 + (f" when matched then update set {sets}" if sets else "")
-                + f" when not matched and s.__action = '{fold.UPSERT}'"
+                + f" when not matched and s.__action = '{contract.UPSERT}'"
                 f" then insert ({names}) values ({values})"
             )
             delta_table.merge(spark, ref, folded, on, clauses, commit)
@@ -148,8 +152,8 @@ class Mirror(TargetKind):
     def apply_on_driver(
         self, ref: TableRef, commit: Commit, events: pa.Table, columns: list[Column]
     ) -> bool:
-        """The events folded on the driver (cdc.targets.fold_arrow: the fold's rules, no Spark
-        job) and MERGEd by delta-rs (cdc.targets.driver_writes), where that path may write
+        """The events folded on the driver (cdc.engines.arrow.fold: the fold's rules, no Spark
+        job) and MERGEd by delta-rs (cdc.engines.arrow.write), where that path may write
         the target; False otherwise."""
         schema = self.columns(columns)
         local = delta_table.LocalTable.open_local(ref)
@@ -159,13 +163,13 @@ class Mirror(TargetKind):
             or not driver_writes.fits(events)
         ):
             return False
-        folded = fold_arrow.fold_rows(events, columns)
+        folded = arrow_fold.fold_rows(events, columns)
         return driver_writes.try_merge(local, folded, columns, schema, commit)
 
     def upsert_on_driver(
         self, spark: SparkSession, ref: TableRef, rows: pa.Table, columns: list[Column]
     ) -> bool:
-        """``upsert`` of rows cast on the driver (cdc.pipeline.driver_decode.cast_rows),
+        """``upsert`` of rows cast on the driver (cdc.engines.arrow.decode.cast_rows),
         where it is an append: a local target that delta-rs may write and that holds no
         row in the rows' first-key range. False otherwise (``upsert`` writes them then)."""
         import pyarrow.compute as pc
@@ -204,22 +208,22 @@ class Mirror(TargetKind):
         source = rows.select(
             *[F.col(quote(c.name)).alias(value(i)) for i, c in enumerate(columns)],
             *[
-                fold.norm_numeric(F.col(quote(c.name))).alias(fold.match_key(i))
+                fold.norm_numeric(F.col(quote(c.name))).alias(contract.match_key(i))
                 for i, c in enumerate(columns)
-                if c.is_key and fold.is_numeric_text(c)
+                if c.is_key and contract.is_numeric_text(c)
             ],
         )
         first = next(i for i, c in enumerate(columns) if c.is_key)
         bound = F.col(value(first))
-        if fold.is_numeric_text(columns[first]):
-            bound = F.col(fold.match_key(first))
+        if contract.is_numeric_text(columns[first]):
+            bound = F.col(contract.match_key(first))
         low, high = source.agg(F.min(bound).cast("string"), F.max(bound).cast("string")).first()
         keys = []
         for i, c in enumerate(columns):
             if c.is_key:
                 target = f"t.{quote(c.name)}"
-                if fold.is_numeric_text(c):
-                    keys.append(f"{fold.norm_numeric_sql(target)} = s.{fold.match_key(i)}")
+                if contract.is_numeric_text(c):
+                    keys.append(f"{fold.norm_numeric_sql(target)} = s.{contract.match_key(i)}")
                 else:
                     keys.append(f"{target} = s.{value(i)}")
         key_range = None if low is None or high is None else (low, high)

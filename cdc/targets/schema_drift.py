@@ -43,11 +43,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc import formats
+from cdc import rows as contract
+from cdc.engines.spark.decode import cast_text
+from cdc.engines.spark.fold import norm_numeric
 from cdc.errors import TableUnappliable
 from cdc.pg import pgarray, sqlfiles
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import cast_text, value
-from cdc.targets import delta_table, fold
+from cdc.rows import value
+from cdc.targets import delta_table
 from cdc.targets.kind import TargetKind
 from cdc.targets.table import TableRef, quote
 
@@ -332,7 +335,7 @@ def _check_new_key(
     keys = [c for c in columns if c.is_key]
     frame: DataFrame = delta_table.read(spark, target)
     exprs = [
-        fold.norm_numeric(F.col(quote(c.name))) if fold.is_numeric_text(c) else F.col(quote(c.name))
+        norm_numeric(F.col(quote(c.name))) if contract.is_numeric_text(c) else F.col(quote(c.name))
         for c in keys
     ]
     incomplete = frame.where(F.greatest(*[e.isNull() for e in exprs], F.lit(False)))

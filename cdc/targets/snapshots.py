@@ -30,8 +30,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from cdc.engines.arrow import write as driver_writes
 from cdc.pg import pgtypes
-from cdc.targets import delta_table, driver_writes
+from cdc.targets import delta_table
 from cdc.targets.table import TableRef, quote
 
 __all__ = ["COPIED", "DONE", "FAILED", "RUNNING", "SCHEMA", "Progress", "read", "read_local"]

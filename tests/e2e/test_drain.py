@@ -10,11 +10,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from cdc.engines.arrow import decode as driver_decode
 from cdc.errors import ConfigError
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
-from cdc.pipeline import compare, driver_decode
+from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table, failing
 from tests.support import drainkit

@@ -1,4 +1,4 @@
-"""Batches written from the driver (cdc.targets.driver_writes): which targets take the
+"""Batches written from the driver (cdc.engines.arrow.write): which targets take the
 path, that the rows are the source's, that a rerun of a committed batch writes nothing, and
 that a target with deletion vectors, or one that outgrew the path, is MERGEd by Spark."""
 
@@ -10,12 +10,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from cdc.engines.arrow import write as driver_writes
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
-from cdc.targets import delta_table, driver_writes
+from cdc.targets import delta_table
 from cdc.targets.table import Commit
 from tests.support import drainkit
 
@@ -74,7 +75,7 @@ def test_small_batches_are_merged_from_the_driver_exactly(conn, spark, table_a):
         drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
     commits = _commits(Path(pipeline.location("a")))
     assert [_writer(c) for c in commits][-2:] == ["delta-rs", "delta-rs"]
-    # decoded on the driver too (cdc.pipeline.driver_decode)
+    # decoded on the driver too (cdc.engines.arrow.decode)
     assert on_driver == [{"a"}, {"a"}]
     protocol = delta_table.LocalTable.open(pipeline.table("a")).table.protocol()
     assert "deletionVectors" not in (protocol.reader_features or ())

@@ -16,12 +16,13 @@ import psycopg
 import pytest
 
 from cdc.config import Pipeline
+from cdc.engines.arrow import write as driver_writes
 from cdc.ops import status as status_module
 from cdc.pg import capture
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline.drain import Drain
-from cdc.targets import driver_writes, readers
+from cdc.targets import readers
 from cdc.targets.delta_table import LocalTable
 from cdc.targets.table import TableRef
 from tests.support import drainkit

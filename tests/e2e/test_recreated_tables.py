@@ -8,13 +8,14 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from cdc.engines.arrow import decode as driver_decode
+from cdc.engines.arrow import write as driver_writes
 from cdc.pg import capture, capture_rules, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
-from cdc.pipeline import compare, driver_decode
+from cdc.pipeline import compare
 from cdc.pipeline.apply import BatchStats
 from cdc.pipeline.drain import Drain
-from cdc.targets import driver_writes
 from tests.support import drainkit
 
 pytestmark = pytest.mark.spark

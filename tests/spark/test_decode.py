@@ -1,6 +1,6 @@
 """Decoding in Spark, without PostgreSQL: each capture format's events to op and column -> text
-(cdc.formats through cdc.pipeline.decode), the Arrow and Spark classifiers agreeing, and text
-values cast to Spark types (cdc.pipeline.decode.cast_text): exact, or null (so the event is
+(cdc.formats through cdc.engines.spark.decode), the Arrow and Spark classifiers agreeing, and text
+values cast to Spark types (cdc.engines.spark.decode.cast_text): exact, or null (so the event is
 quarantined), never a different value. Expected figures are PostgreSQL's own:
 ``d - date '1970-01-01'`` and ``extract(epoch from t) * 1000000``."""
 
@@ -13,8 +13,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from cdc import formats
+from cdc.engines.spark import decode
 from cdc.pg.pgtypes import Column
-from cdc.pipeline import decode
 from tests.support.ev_types import EV_TYPES
 
 pytestmark = pytest.mark.spark

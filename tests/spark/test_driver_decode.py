@@ -1,4 +1,4 @@
-"""The driver's decoder (cdc.pipeline.driver_decode) against Spark's (cdc.pipeline.decode):
+"""The driver's decoder (cdc.engines.arrow.decode) against Spark's (cdc.engines.spark.decode):
 every value of every type PostgreSQL writes decides, and equals Spark's cast, bit for bit;
 every hostile text and event either equals Spark's answer or is left to Spark (undecided);
 whole events of the three formats decode to the same rows."""
@@ -16,10 +16,11 @@ import pyarrow.compute as pc
 import pytest
 from pyspark.sql import functions as F
 
+from cdc.engines.arrow import decode as driver_decode
+from cdc.engines.spark import decode
 from cdc.formats.spec import Undecided
 from cdc.pg.batch import EVENT_SCHEMA
 from cdc.pg.pgtypes import Column
-from cdc.pipeline import decode, driver_decode
 from cdc.targets.schema_drift import Drift
 
 pytestmark = pytest.mark.spark
@@ -225,7 +226,7 @@ def test_each_cast_decides_as_spark_casts(spark_casts, spark_type):
 
 @pytest.mark.parametrize("spark_type", TYPES)
 def test_each_column_cast_is_spark_cast(spark_casts, spark_type):
-    # a snapshot chunk's column (cdc.pipeline.driver_decode.cast_column): every text
+    # a snapshot chunk's column (cdc.engines.arrow.decode.cast_column): every text
     # PostgreSQL writes at once, with a null, decides; each hostile text alone equals
     # Spark's cast or is undecided
     written, hostile = CASES[spark_type]

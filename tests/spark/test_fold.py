@@ -1,4 +1,4 @@
-"""The fold and MERGE (cdc.targets.fold, cdc.targets.mirror) on a local Delta table, no
+"""The fold and MERGE (cdc.engines.spark.fold, cdc.targets.mirror) on a local Delta table, no
 PostgreSQL: random transactions of tests/support/foldsim.py's simulation of PostgreSQL (key
 moves, swaps and shifts under a DEFERRABLE key, deletes, re-inserts, column-wise sql UPDATEs,
 truncates), and its named case per rule, batch after batch. The same rules in pure Python,
@@ -18,8 +18,8 @@ from tests.support.foldsim import COLUMNS, RULES, Event, RuleCase, Source, fixed
 
 
 def decoded_frame(spark, events: list[Event], tick: int):
-    """The events as cdc.pipeline.decode's rows frame."""
-    from cdc.pipeline.decode import meta, present, value
+    """The events as cdc.engines.spark.decode's rows frame."""
+    from cdc.rows import meta, present, value
 
     schema = (
         f"{meta('ev_id')} long, {meta('ev_time')} timestamp, {meta('ev_txid')} long,"
@@ -44,8 +44,8 @@ def decoded_frame(spark, events: list[Event], tick: int):
 
 
 def apply_batch(spark, path: str, events: list[Event], tick: int) -> None:
+    from cdc.rows import TableBatch
     from cdc.targets import registry
-    from cdc.targets.kind import TableBatch
     from cdc.targets.table import Commit, TableRef
 
     truncates = [e.ev_id for e in events if e.op == "R"]

@@ -1,4 +1,4 @@
-"""The driver's fold (cdc.targets.fold_arrow) against Spark's (cdc.targets.fold) on random
+"""The driver's fold (cdc.engines.arrow.fold) against Spark's (cdc.engines.spark.fold) on random
 event sets: inserts, updates (whole and partial rows), deletes, key moves within and across
 transactions; the same rows, the same actions."""
 
@@ -9,9 +9,10 @@ import random
 import pyarrow as pa
 import pytest
 
+from cdc.engines.arrow import fold as fold_arrow
+from cdc.engines.spark import fold
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, present, value
-from cdc.targets import fold, fold_arrow
+from cdc.rows import meta, present, value
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""A model of PostgreSQL's side for the fold's tests (cdc.targets.fold), and the fold's
+"""A model of PostgreSQL's side for the fold's tests (cdc.engines.spark.fold), and the fold's
 rules in plain Python.
 
 ``Source`` is a table of three columns over the keys 1..5 and the events its capture writes
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from cdc.pg.pgtypes import Column
 
-# The fold's three actions per key (cdc.targets.fold.UPSERT, DELETE, UPDATE_IF_PRESENT).
+# The fold's three actions per key (cdc.rows.UPSERT, DELETE, UPDATE_IF_PRESENT).
 UPSERT, DELETE, UPDATE_IF_PRESENT = "U", "D", "M"
 
 KEYS = range(1, 6)
@@ -144,7 +144,7 @@ def simulate(seed: int, fmt: str, batches: int, statements: int) -> tuple[Source
 
 
 def python_fold(target: dict[int, Row], events: list[Event]) -> dict[int, Row]:
-    """cdc.targets.fold's rules in plain Python: the target after one batch."""
+    """cdc.engines.spark.fold's rules in plain Python: the target after one batch."""
     truncated = [e.ev_id for e in events if e.op == "R"]
     result = {} if truncated else {k: dict(v) for k, v in target.items()}
     after = [e for e in events if not truncated or e.ev_id > truncated[-1]]

@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 
 from cdc import formats
+from cdc.engines.arrow import decode as driver_decode
 from cdc.formats.spec import Undecided
-from cdc.pipeline import driver_decode
 
 JSON = formats.by_name("json")
 URLENC = formats.by_name("urlenc")

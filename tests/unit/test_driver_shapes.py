@@ -1,4 +1,4 @@
-"""Events decoded at once by their shape (Format.driver_shape, cdc.pipeline.driver_decode)
+"""Events decoded at once by their shape (Format.driver_shape, cdc.engines.arrow.decode)
 against the same events decoded one by one (driver_map): random rows in the forms the
 triggers write and in hostile forms (spaces, other orders, repeated or missing names, numbers
 the trigger never writes, escapes of every kind), mixed in one batch. Either both decide and
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdc.engines.arrow import decode as driver_decode
 from cdc.formats.spec import Undecided
 from cdc.pg.batch import EVENT_SCHEMA
 from cdc.pg.pgtypes import Column
-from cdc.pipeline import driver_decode
 from cdc.targets.schema_drift import Drift
 
 COLUMNS = [

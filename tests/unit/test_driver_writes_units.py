@@ -1,4 +1,4 @@
-"""The pure parts of the driver's writes (cdc.targets.driver_writes): which rows
+"""The pure parts of the driver's writes (cdc.engines.arrow.write): which rows
 delta-rs may take, and names quoted for its SQL."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
+from cdc import rows as contract
+from cdc.engines.arrow import write as driver_writes
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import value
-from cdc.targets import delta_table, driver_writes, fold
+from cdc.rows import value
+from cdc.targets import delta_table
 from cdc.targets.table import Commit, TableRef
 
 
@@ -84,7 +86,7 @@ def test_a_merge_with_the_key_range_rewrites_one_file(tmp_path):
             value(0): pa.array([43, 50], pa.int64()),
             value(1): ["new", "inserted"],
             "__has1": [True, True],
-            "__action": [fold.UPSERT, fold.UPSERT],
+            "__action": [contract.UPSERT, contract.UPSERT],
             "__reset": [False, True],
         }
     )

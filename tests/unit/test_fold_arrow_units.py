@@ -1,4 +1,4 @@
-"""The driver's fold (cdc.targets.fold_arrow) on the cases its rules name: a key moved away
+"""The driver's fold (cdc.engines.arrow.fold) on the cases its rules name: a key moved away
 and back in one statement, a swap, an insert then partial updates, updates only."""
 
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from cdc import rows
+from cdc.engines.arrow import fold as fold_arrow
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, present, value
-from cdc.targets import fold, fold_arrow
+from cdc.rows import meta, present, value
 
 COLUMNS = [Column("id", "integer", "int", True), Column("v", "text", "string", False)]
 
@@ -50,8 +51,8 @@ def test_a_swap_moves_the_values():
         COLUMNS,
     )
     assert _by_key(got) == {
-        1: (fold.UPSERT, "b", True, True),
-        2: (fold.UPDATE_IF_PRESENT, "a", True, True),
+        1: (rows.UPSERT, "b", True, True),
+        2: (rows.UPDATE_IF_PRESENT, "a", True, True),
     }
 
 
@@ -66,9 +67,9 @@ def test_moved_in_and_out_in_one_statement_is_updated_if_present():
         ),
         COLUMNS,
     )
-    assert _by_key(got)[1][0] == fold.DELETE
-    assert _by_key(got)[2][0] == fold.UPDATE_IF_PRESENT
-    assert _by_key(got)[3] == (fold.UPSERT, "y", True, True)
+    assert _by_key(got)[1][0] == rows.DELETE
+    assert _by_key(got)[2][0] == rows.UPDATE_IF_PRESENT
+    assert _by_key(got)[3] == (rows.UPSERT, "y", True, True)
 
 
 def test_partial_updates_count_only_after_the_last_insert():
@@ -80,14 +81,14 @@ def test_partial_updates_count_only_after_the_last_insert():
         ),
         COLUMNS,
     )
-    assert _by_key(got) == {9: (fold.UPSERT, "inserted", True, True)}
+    assert _by_key(got) == {9: (rows.UPSERT, "inserted", True, True)}
 
 
 def test_updates_only_upsert_and_set_what_they_carry():
     got = fold_arrow.fold_rows(
         _events(("U", 1, 5, 4, None, False), ("U", 2, 6, 4, None, False)), COLUMNS
     )
-    assert _by_key(got) == {4: (fold.UPSERT, None, False, False)}
+    assert _by_key(got) == {4: (rows.UPSERT, None, False, False)}
 
 
 def test_restated_keys_are_refused():

@@ -1,4 +1,4 @@
-"""The fold's rules (tests/support/foldsim.py's python_fold, the rules of cdc.targets.fold)
+"""The fold's rules (tests/support/foldsim.py's python_fold, the rules of cdc.engines.spark.fold)
 against a simulation of PostgreSQL: random transactions over a small key space with key
 moves and swaps under a DEFERRABLE key, deletes, re-inserts, column-wise sql UPDATEs and
 truncates, captured as the json and sql formats capture them; and one named case per rule.

@@ -55,21 +55,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, present, value
+from cdc.rows import (
+    DELETE,
+    UPDATE_IF_PRESENT,
+    UPSERT,
+    is_numeric_text,
+    match_key,
+    meta,
+    present,
+    restates_key,
+    value,
+)
 from cdc.targets.table import quote
-
-UPSERT, DELETE, UPDATE_IF_PRESENT = "U", "D", "M"
-FLOATS = ("float", "double")
-
-
-def is_numeric_text(column: Column) -> bool:
-    """A numeric column kept as its exact text (no precision, or one beyond 38)."""
-    return column.pg_type == "numeric" and column.spark_type == "string"
-
-
-def restates_key(column: Column) -> bool:
-    """A key column whose stored form may change while the key stays the same."""
-    return column.is_key and (is_numeric_text(column) or column.spark_type in FLOATS)
 
 
 def norm_numeric(text: SparkColumn) -> SparkColumn:
@@ -90,10 +87,6 @@ def norm_numeric_sql(expr: str) -> str:
     )
     return f"case when {stripped} = '-0' then '0' else {stripped} end"
 
-
-def match_key(index: int) -> str:
-    """The fold's internal name of a restated key's match value."""
-    return f"__k{index}"
 
 
 def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
@@ -196,16 +189,3 @@ def merge_sets(columns: list[Column]) -> str:
             )
     return ", ".join(sets)
 
-
-def numeric_text_range(low: str, high: str) -> tuple[str, str]:
-    """Bounds, in text order, of every text of the numbers whose texts range from low to
-    high: norm(low) and norm(high) + "1". A number's texts are its normalised text followed
-    by nothing, by zeros, or by "." and zeros; "." and "0" sort before "1"."""
-    return _norm_text(low), _norm_text(high) + "1"
-
-
-def _norm_text(text: str) -> str:
-    """norm_numeric for one Python string."""
-    if "." in text:
-        text = text.rstrip("0").removesuffix(".")
-    return "0" if text == "-0" else text

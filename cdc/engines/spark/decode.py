@@ -28,40 +28,10 @@ from cdc import formats
 from cdc.formats import Format
 from cdc.pg import pgarray
 from cdc.pg.pgtypes import Column
+from cdc.rows import META, RAW, RAW_EVENT, REASON, Facts, meta, present, value
 
 if TYPE_CHECKING:
     from cdc.targets.schema_drift import Drift
-
-META = ["ev_id", "ev_time", "ev_txid", "tick_id", "op"]
-# Decoded frames name every column internally (meta(name), value(i), present(i), REASON,
-# RAW), so a source column may be called op, ev_id or reason
-REASON = "__reason"  # why an event is bad (null for a good one)
-RAW = "__raw"  # the raw event of a bad one
-# the raw event, kept for the quarantine
-RAW_EVENT = [
-    "ev_id",
-    "ev_time",
-    "ev_txid",
-    "ev_type",
-    "ev_data",
-    "ev_extra1",
-    "ev_extra2",
-    "ev_extra3",
-    "ev_extra4",
-]
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the drain needs to know of one table's decoded events before folding them."""
-
-    events: int
-    bad: int
-    truncated_at: int | None  # ev_id of the batch's last TRUNCATE (or RECREATED) of the table
-    key_range: tuple[str, str] | None  # lowest and highest first key column value, as text
-    # ev_id of the batch's last marker of the table re-created (formats.RECREATED): the
-    # events before it are the dropped table's
-    recreated_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -205,19 +175,10 @@ def cast_text(raw: SparkColumn, spark_type: str) -> SparkColumn:
     return raw.try_cast(spark_type)
 
 
-def meta(name: str) -> str:
-    """The internal name of a META column in decoded frames."""
-    return "__" + name
 
 
-def value(index: int) -> str:
-    """The internal name of columns[index]'s typed value in decoded frames."""
-    return f"__v{index}"
 
 
-def present(index: int) -> str:
-    """The name of the boolean column saying whether an event carries columns[index]."""
-    return f"__p{index}"
 
 
 def any_of(conditions: list[SparkColumn]) -> SparkColumn:

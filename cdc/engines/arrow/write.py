@@ -3,8 +3,8 @@ Spark job.
 
 A Spark MERGE costs a dozen or more Spark jobs and seconds of planning and commit whatever
 its size (on two cores, 2.5-6 s for ten rows), and more per row than delta-rs on the same
-cores. A batch decoded on the driver (cdc.pipeline.driver_decode: small batches, and every
-batch read with COPY on a local master) is folded there (cdc.targets.fold_arrow); a small
+cores. A batch decoded on the driver (cdc.engines.arrow.decode: small batches, and every
+batch read with COPY on a local master) is folded there (cdc.engines.arrow.fold); a small
 batch that Spark decoded (the driver could not be sure) is folded by Spark and collected as
 Arrow (``Mirror.apply``). The folded rows (one per key) go to delta-rs' MERGE with the same
 clauses, in one commit marked
@@ -38,9 +38,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from cdc import rows as contract
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import value
-from cdc.targets import delta_table, fold
+from cdc.rows import value
+from cdc.targets import delta_table
 from cdc.targets.table import Commit
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def writable(
     chunk), which rewrites no file, to a target of any size. rows: the batch's folded or
     decoded rows (value(i) columns), whose first-key range says which files the MERGE may
     rewrite (``bytes_touched``); without them, every file."""
-    if any(fold.restates_key(c) for c in columns) or not features(table) <= WRITABLE_FEATURES:
+    if any(contract.restates_key(c) for c in columns) or not features(table) <= WRITABLE_FEATURES:
         return False
     names = {f.name for f in table.schema().fields}
     if not all(name in names for name, _ in schema):
@@ -211,7 +212,7 @@ def merge(
     schema: list[tuple[str, str]],
     commit: Commit,
 ) -> None:
-    """MERGEs the fold (cdc.targets.fold: value(i), ``__has<i>``, ``__action``,
+    """MERGEs the fold (cdc.engines.spark.fold: value(i), ``__has<i>``, ``__action``,
     ``__reset``; already cast to the target's types) into the table, as Mirror's Spark MERGE
     does: a DELETE removes the row, a matched key gets the columns the batch sets, an
     UPSERT of a missing key inserts the row; in one commit marked with commit."""
@@ -247,10 +248,10 @@ def merge(
         commit_properties=CommitProperties(
             app_transactions=[Transaction(commit.app_id, commit.version)]
         ),
-    ).when_matched_delete(f"s.__action = '{fold.DELETE}'")
+    ).when_matched_delete(f"s.__action = '{contract.DELETE}'")
     if sets:
         merger = merger.when_matched_update(sets)
-    merger.when_not_matched_insert(inserts, f"s.__action = '{fold.UPSERT}'").execute()
+    merger.when_not_matched_insert(inserts, f"s.__action = '{contract.UPSERT}'").execute()
 
 
 def try_merge(

@@ -1,5 +1,5 @@
 """A batch's events decoded on the driver, over the Arrow rows COPY read: the typed rows
-cdc.pipeline.decode would make in Spark, or no answer.
+cdc.engines.spark.decode would make in Spark, or no answer.
 
 A Spark decode costs a few Spark jobs whatever its size (a second or more on two cores), and
 more per event than Arrow's kernels. The events of a batch read with COPY are on the driver
@@ -53,7 +53,7 @@ from cdc import formats
 from cdc.formats.spec import Shape, Undecided
 from cdc.pg import pgarray, pgtypes
 from cdc.pg.pgtypes import DECIMAL_TYPE, Column
-from cdc.pipeline.decode import meta, present, value
+from cdc.rows import meta, present, value
 
 if TYPE_CHECKING:
     from cdc.targets.schema_drift import Drift
@@ -225,7 +225,7 @@ def caster(spark_type: str) -> Callable[[str], Any]:
 
 
 def cast(text: str | None, spark_type: str) -> Any:
-    """One text value as cdc.pipeline.decode.cast_text casts it (None for None)."""
+    """One text value as cdc.engines.spark.decode.cast_text casts it (None for None)."""
     return None if text is None else caster(spark_type)(text)
 
 

@@ -1,4 +1,4 @@
-"""The fold (cdc.targets.fold) of a batch decoded on the driver, over Arrow and numpy: the
+"""The fold (cdc.engines.spark.fold) of a batch decoded on the driver, over Arrow and numpy: the
 same rules, the same output columns, without a Spark job.
 
 The rows are sorted by key, transaction and ev_id, and every step is a reduction over
@@ -15,7 +15,7 @@ are named by their position in ev_id order (``rank``), so "the latest" is a maxi
 Values never leave Arrow: the fold picks row positions, and the output columns are
 ``take``\\ n from the input, so no value is converted.
 
-Only for keys that compare as they are (cdc.targets.fold.restates_key is false for every
+Only for keys that compare as they are (cdc.rows.restates_key is false for every
 key column): a restated key (numeric text, floats) is matched in a normalised form.
 """
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cdc import rows as contract
 from cdc.pg.pgtypes import Column
-from cdc.pipeline.decode import meta, present, value
-from cdc.targets import fold
+from cdc.rows import meta, present, value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,12 +52,12 @@ def _differs(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
     """One row per key: value(i) per column, ``__has<i>`` per non-key column, ``__action``
-    and ``__reset``, as cdc.targets.fold.fold."""
+    and ``__reset``, as cdc.engines.spark.fold.fold."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if any(fold.restates_key(c) for c in columns):
+    if any(contract.restates_key(c) for c in columns):
         raise ValueError("fold_rows: a key column is compared in a normalised form")
     keyed = [i for i, c in enumerate(columns) if c.is_key]
     if rows.num_rows == 0:
@@ -111,7 +111,7 @@ def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
         picked = pa.array(position[np.where(sets, at, 0)], mask=~sets)
         out[value(i)] = rows.column(value(i)).take(picked)
         out[f"__has{i}"] = pa.array(sets, pa.bool_())
-    actions = pa.array([fold.UPSERT, fold.UPDATE_IF_PRESENT, fold.DELETE], pa.string())
+    actions = pa.array([contract.UPSERT, contract.UPDATE_IF_PRESENT, contract.DELETE], pa.string())
     out["__action"] = actions.take(pa.array(action))
     out["__reset"] = pa.array(last_insert >= 0, pa.bool_())
     return pa.table(out)
