@@ -81,7 +81,7 @@ def test_dsn_option_is_declared_once() -> None:
     declared = [
         path for path in (ROOT / "cdc").rglob("*.py") if 'add_argument("--dsn"' in path.read_text()
     ]
-    assert declared == [ROOT / "cdc" / "config.py"]
+    assert declared == [ROOT / "cdc" / "config" / "arguments.py"]
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     with_dsn = {
         name
