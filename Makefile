@@ -14,7 +14,9 @@ setup:
 	scripts/setup.sh
 
 # The wheel to install on a cluster (docs/operations.md, "Running on a cluster"), in dist/.
+# build/ goes first: setuptools keeps an earlier build's files there and would ship them too.
 wheel:
+	rm -rf build
 	.venv/bin/python -m pip wheel --no-deps -w dist .
 
 lint:

@@ -5,7 +5,7 @@ quote inside is one quote, a dot is a dot), a bare part is NOT case-folded. Each
 matched against the catalog name on its own: ``*`` is any run of characters (also none),
 ``?`` exactly one character, every other character itself; case-sensitive. A part is a
 pattern when it holds ``*`` or ``?``. Inside PostgreSQL the same rules are
-``cdc._glob_regex`` and ``cdc._glob_split`` (cdc/sql/capture/functions/cdc.capture_rules.sql).
+``cdc._glob_regex`` and ``cdc._glob_split`` (triggers/capture/functions/cdc.capture_rules.sql).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``cdc submit JOB``: runs a job (cdc/jobs) with spark-submit, the command built from the
+"""``cdc submit JOB``: runs a job (jobs/, cdc.jobs) with spark-submit, the command built from the
 pipeline file, so that a cluster run gets what a local ``cdc drain`` gets.
 
 ::
@@ -19,7 +19,8 @@ pyspark's own), then
   (``spark.driver.extraJavaOptions=-Dlog4j.configurationFile=...``); a setting the
   spark-submit arguments give is left to them;
 - the arguments after ``--``, verbatim;
-- the job's script inside the installed package and its arguments (the file made absolute).
+- the job's script (``cdc.jobs.script``: the checkout's ``jobs/``, or the installed package's
+  copy) and its arguments (the file made absolute).
 
 A ``[spark]`` value holding ``${NAME}`` never goes on a command line (``ps`` shows those to
 every user): the job's session reads it from the driver's environment as it starts

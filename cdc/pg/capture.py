@@ -17,7 +17,7 @@ These checks are for good messages; they are not the security boundary. ``cdc.at
 again inside PostgreSQL, whoever calls it: the session's login role must be a member of the
 table's owner role (QC025), and each expression must be one expression over the row using
 only built-in functions without side effects, checked without running it (QC026; see
-``cdc/sql/capture/functions/cdc.capture_ddl.sql``). The type check here runs the query with
+``triggers/capture/functions/cdc.capture_ddl.sql``). The type check here runs the query with
 the caller's own rights, over no rows.
 """
 

@@ -4,7 +4,7 @@ A rule (``cdc.add_capture_rule``) is stored in PostgreSQL with its owner, the lo
 added it; ``cdc.sync_captures`` / ``cdc.sync_capture_rule`` attach the matching tables there
 now, and an event trigger (a superuser cdc owner) those created later, in their creating
 transaction. Everything that decides which table is attached, and on whose authority, runs in
-PostgreSQL (cdc/sql/capture/functions/cdc.capture_rules.sql); this module only checks the
+PostgreSQL (triggers/capture/functions/cdc.capture_rules.sql); this module only checks the
 pattern and the options first, so that a mistake is reported before anything is stored.
 
 Invariants:

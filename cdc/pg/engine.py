@@ -12,7 +12,7 @@ PostgreSQL error into the typed exception of ``cdc.errors``: the one place that 
 the queue's clients (``cdc.pg.queue``, ``cdc.pg.consumer``, ``cdc.pg.batch``).
 
 Adding an engine: one ``Engine`` value in ``ENGINES`` and one file of named queries beside
-``cdc/sql/queries.sql`` with the names the consumer calls.
+``cdc/pg/queries/queries.sql`` with the names the consumer calls.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Engine:
     name: str
     """The schema of its functions and tables (also the configuration's ``queue_schema``)."""
     queries: str
-    """Its named queries, a file under ``cdc/sql`` (see ``cdc.pg.sqlfiles.queries``)."""
+    """Its named queries, a file under ``cdc/pg/queries`` (see ``cdc.pg.sqlfiles.queries``)."""
     has_incarnations: bool
     """``get_queue_incarnation``: tells a queue from an earlier one of the same name."""
     has_capture_registry: bool

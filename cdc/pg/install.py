@@ -1,8 +1,8 @@
 """Installing, upgrading and removing the engine (queue and capture) in a database.
 
-``install()`` runs ``cdc/sql/install.sql``, its ``\\ir`` includes inlined, in one transaction:
+``install()`` runs ``triggers/install.sql``, its ``\\ir`` includes inlined, in one transaction:
 all or nothing, and safe to run again over an older install (it upgrades in place and keeps
-the data). ``uninstall()`` runs ``cdc/sql/queue/uninstall.sql``.
+the data). ``uninstall()`` runs ``triggers/queue/uninstall.sql``.
 """
 
 from __future__ import annotations

@@ -1,29 +1,32 @@
-"""The SQL that ships in the package (``cdc/sql/``), read with importlib.resources.
+"""The SQL files the package reads: the SQL that runs inside PostgreSQL (``triggers/``) and
+the package's own runtime queries (``cdc/pg/queries/``).
 
-``install.sql`` only includes its pieces with psql's ``\\ir``; ``expand()`` inlines them so
-the whole script can be sent in one transaction. Runtime queries live under ``-- name:``
-headers in ``queries.sql`` (``queries_pgq.sql`` for a real PgQ) and are looked up by name.
+``triggers/`` is a top-level folder of the repository, shipped inside the package
+(cdc.shipped). ``install.sql`` only includes its pieces with psql's ``\\ir``; ``expand()``
+inlines them so the whole script can be sent in one transaction.
+
+Runtime queries live under ``-- name:`` headers in ``queries.sql`` (``queries_pgq.sql`` for a
+real PgQ, ``queries_status.sql``, ``queries_reading.sql``) and are looked up by name. They
+are the Python code's SQL, not SQL installed in PostgreSQL, so they stay beside the code that
+reads them.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from importlib.resources import files
-from importlib.resources.abc import Traversable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+
+from cdc import shipped
 
 _INCLUDE = re.compile(r"^\\ir\s+(\S+)\s*$")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$")
-
-
-def _root() -> Traversable:
-    return files("cdc").joinpath("sql")
+QUERIES = Path(__file__).resolve().parent / "queries"
 
 
 def read(path: str) -> str:
-    """Text of a file under cdc/sql/, e.g. ``queue/install.sql``."""
-    return _root().joinpath(path).read_text(encoding="utf-8")
+    """Text of a file under triggers/, e.g. ``queue/install.sql``."""
+    return shipped.folder("triggers").joinpath(path).read_text(encoding="utf-8")
 
 
 def expand(path: str) -> str:
@@ -41,10 +44,10 @@ def expand(path: str) -> str:
 
 @cache
 def queries(path: str = "queries.sql") -> dict[str, str]:
-    """Named queries of a file: the text below each ``-- name: x`` header."""
+    """Named queries of a file of cdc/pg/queries/: the text below each ``-- name: x`` header."""
     named: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in read(path).splitlines():
+    for line in QUERIES.joinpath(path).read_text(encoding="utf-8").splitlines():
         m = _NAME.match(line)
         if m:
             current = named.setdefault(m.group(1), [])

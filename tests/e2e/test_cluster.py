@@ -1,5 +1,5 @@
 """The drain job on a real cluster manager: a Spark standalone master and one worker started
-from the pyspark install, and `spark-submit --master spark://...` running cdc/jobs/drain.py, with
+from the pyspark install, and `spark-submit --master spark://...` running jobs/drain.py, with
 sql-format events so that the executors (other processes) run the package's Python too."""
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ line before a batch is taken; ``cdc submit drain`` replicates the table."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,12 +25,10 @@ from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
+from tests.support.wheel import ROOT, build_wheel
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[2]
-LEFT_OUT = ("tests", "docs", "bench", ".*", "build", "dist", "*.egg-info", "__pycache__", "var")
-LEFT_OUT += ("demo-output",)
 SPARK_VARIABLES = ("SPARK_", "PYSPARK_", "_PYSPARK")  # this process's session's, not the user's
 
 
@@ -49,14 +46,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not _index_reachable():
         pytest.skip("the package index (pypi.org) is not reachable: the wheel's dependencies")
     work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"  # a copy: the build leaves build/ behind, with files from before
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*LEFT_OUT))
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"),
-         str(source)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    [wheel] = (work / "dist").glob("cdc_delta-*.whl")
+    wheel = build_wheel(work)
     env = work / "venv"
     # a virtual environment of the interpreter this one's was made from, with nothing in it
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
@@ -85,13 +75,16 @@ def _environment(env: Path) -> dict[str, str]:
 
 
 def test_the_wheel_holds_the_jobs_and_the_example(installed: Path, tmp_path: Path) -> None:
-    """The installed package, not the checkout, has the job scripts, the example
-    configuration and the log settings."""
+    """The installed package, not the checkout, has the job scripts (jobs/), the SQL
+    (triggers/), the example configuration and the log settings."""
     done = subprocess.run(
         [str(installed / "bin" / "python"), "-c",
          "import cdc, cdc.jobs as j; from importlib.resources import files;"
+         "from cdc import shipped; from cdc.pg import sqlfiles;"
          "print(cdc.__file__); print(*(j.script(n) for n in j.JOBS));"
-         "print(files('cdc') / 'conf/pipeline.toml'); print(files('cdc') / 'log4j2.properties')"],
+         "print(shipped.folder('triggers') / 'install.sql', sqlfiles.QUERIES / 'queries.sql');"
+         "print(files('cdc') / 'conf/pipeline.toml'); print(files('cdc') / 'log4j2.properties');"
+         "assert sqlfiles.expand('install.sql') and sqlfiles.queries()"],
         capture_output=True, text=True, check=True, cwd=tmp_path, env=_environment(installed),
     )  # fmt: skip
     paths = done.stdout.split()
@@ -99,6 +92,7 @@ def test_the_wheel_holds_the_jobs_and_the_example(installed: Path, tmp_path: Pat
     assert all(Path(p).is_file() for p in paths[1:]), paths
     example = Path(paths[-2]).read_text()
     assert example == (ROOT / "conf" / "pipeline.toml").read_text()
+    assert Path(paths[1]).read_text() == (ROOT / "jobs" / "drain.py").read_text()
 
 
 def _source(dsn: str) -> None:

@@ -1,5 +1,5 @@
 """Capture rules: `cdc attach 'schema.*'`, cdc.sync_captures, and the event trigger that
-captures tables created later (cdc/sql/capture/functions/cdc.capture_rules.sql)."""
+captures tables created later (triggers/capture/functions/cdc.capture_rules.sql)."""
 
 from __future__ import annotations
 

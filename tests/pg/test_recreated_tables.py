@@ -1,7 +1,7 @@
 """A table captured under the name of a dropped captured table is another table: its capture
 begins with a marker event, after every event of the dropped table and before its own, so
 that the drain keeps none of the dropped table's rows (cdc._cap_succeed,
-cdc/sql/capture/functions/cdc.capture_ddl.sql). With the event trigger on DROP, and without
+triggers/capture/functions/cdc.capture_ddl.sql). With the event trigger on DROP, and without
 it (a non-superuser install)."""
 
 from __future__ import annotations

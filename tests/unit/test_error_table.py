@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cdc import errors
+from cdc import errors, shipped
 
 DOC = Path(__file__).parents[2] / "docs" / "queue.md"
-SQL = Path(errors.__file__).parent / "sql"
+SQL = shipped.folder("triggers")
 
 
 def test_docs_error_table_is_the_generated_one():

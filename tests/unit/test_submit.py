@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc import config, jars, jobs
+from cdc import config, jars, jobs, shipped
 from cdc import spark as spark_module
 from cdc.cli import exitcodes
 from cdc.cli import submit as submit_module
@@ -175,10 +175,11 @@ def test_split_arguments() -> None:
 
 
 def test_every_job_is_a_script_in_the_package() -> None:
-    """Each job's script sits inside the package and runs the cdc command of its name."""
+    """Each job's script sits in the shipped jobs/ folder (the checkout's, or the installed
+    package's) and runs the cdc command of its name."""
     for job in jobs.JOBS:
         script = jobs.script(job)
-        assert script.parent == Path(jobs.__file__).parent
+        assert script.parent == shipped.folder("jobs")
         assert f'run("{job}", sys.argv[1:])' in script.read_text()
     with pytest.raises(ConfigError, match="no job 'verify': the jobs are drain, snapshot"):
         jobs.script("verify")

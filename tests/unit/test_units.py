@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 
 import psycopg
 import pytest
 
-from cdc import errors
+from cdc import errors, shipped
 from cdc.pg import sqlfiles
+
+TRIGGERS = shipped.folder("triggers")
 
 
 @pytest.mark.parametrize(
@@ -34,21 +34,10 @@ def test_sqlstates_are_unique_and_all_documented():
     assert len(codes) == len(set(codes))
     assert "QC020" in codes
     raised = set()
-    for path in _sql_files(files("cdc").joinpath("sql")):
+    for path in TRIGGERS.rglob("*.sql"):
         raised |= set(re.findall(r"errcode = '+(QC\d{3})'", path.read_text()))
     assert {"QC001", "QC014", "QC020", "QC026"} <= raised
     assert raised <= set(codes)
-
-
-def _sql_files(folder: Traversable) -> list[Traversable]:
-    """Every .sql file under folder, at any depth."""
-    found: list[Traversable] = []
-    for p in folder.iterdir():
-        if p.is_dir():
-            found += _sql_files(p)
-        elif p.name.endswith(".sql"):
-            found.append(p)
-    return found
 
 
 def test_translate_leaves_other_errors_alone():
@@ -70,20 +59,16 @@ def test_install_script_includes_every_function_file(script, folder):
     so nothing ships uninstalled."""
     part = script.split("/")[0]
     included = re.findall(rf"^\\ir {folder}/(\S+)$", sqlfiles.read(script), re.M)
-    shipped = {
-        p.name
-        for p in files("cdc").joinpath("sql").joinpath(part, folder).iterdir()
-        if p.name.endswith(".sql")
-    }
-    assert shipped
+    present = {p.name for p in TRIGGERS.joinpath(part, folder).iterdir() if p.name.endswith(".sql")}
+    assert present
     assert len(included) == len(set(included))
-    assert set(included) == shipped
+    assert set(included) == present
 
 
 def test_every_sql_file_is_installed_or_read():
-    """Every .sql file under cdc/sql/ is reached from install.sql, or is uninstall.sql or a
-    file of named runtime queries (queries*.sql, read by name), so none is dead."""
-    root = files("cdc").joinpath("sql")
+    """Every .sql file under triggers/ is reached from install.sql, or is uninstall.sql, so
+    none is dead; beside the code, cdc/pg/queries/ holds only files of named runtime queries
+    (queries*.sql, read by name)."""
     reached = {"install.sql", "queue/uninstall.sql"}
     todo = ["install.sql"]
     while todo:
@@ -92,10 +77,11 @@ def test_every_sql_file_is_installed_or_read():
         for inc in re.findall(r"^\\ir (\S+)$", sqlfiles.read(path), re.M):
             reached.add(base + inc)
             todo.append(base + inc)
-    shipped = {str(p).split("/cdc/sql/", 1)[1] for p in _sql_files(root)}
-    runtime = {name for name in shipped if re.fullmatch(r"queries(_\w+)?\.sql", name)}
+    files = {p.relative_to(TRIGGERS).as_posix() for p in TRIGGERS.rglob("*.sql")}
+    assert files == reached
+    runtime = {p.name for p in sqlfiles.QUERIES.iterdir() if p.name != "__pycache__"}
     assert "queries.sql" in runtime
-    assert shipped - runtime == reached
+    assert all(re.fullmatch(r"queries(_\w+)?\.sql", name) for name in runtime), runtime
 
 
 def test_every_capture_format_has_its_file_and_dispatch():
@@ -105,10 +91,8 @@ def test_every_capture_format_has_its_file_and_dispatch():
     names = re.search(r"select array\[(.*)\];", dispatch).group(1)
     formats = re.findall(r"'(\w+)'", names)
     assert formats == ["json", "urlenc", "sql"]
-    shipped = {
-        p.name for p in files("cdc").joinpath("sql").joinpath("capture", "formats").iterdir()
-    }
-    assert shipped == {f"{name}.sql" for name in formats}
+    present = {p.name for p in TRIGGERS.joinpath("capture", "formats").iterdir()}
+    assert present == {f"{name}.sql" for name in formats}
     for name in formats:
         text = sqlfiles.read(f"capture/formats/{name}.sql")
         for func in (f"cdc._cap_{name}_payload(", f"cdc._cap_{name}_ev_type("):

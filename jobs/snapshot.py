@@ -5,7 +5,8 @@ consistently with the queue (see cdc.pipeline.snapshot). Attach the tables' trig
 
     cdc submit snapshot public.orders [public.customers ...] --config pipeline.toml
 
-By hand: as in cdc/jobs/drain.py, with this script (``cdc.jobs.script("snapshot")``).
+By hand: as in jobs/drain.py, with this script (``jobs/snapshot.py`` in a checkout,
+``cdc.jobs.script("snapshot")`` where the package is installed).
 
 The table is copied in chunks of ``--chunk-rows`` rows by key, each in its own short
 PostgreSQL snapshot, while the drain goes on; killed, it resumes after the last chunk saved.

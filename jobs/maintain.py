@@ -5,7 +5,8 @@ pipeline's Delta tables; safe beside a running drain (see cdc.ops.maintain).
 
     cdc submit maintain --config pipeline.toml [--retain-hours 168] [TARGET ...]
 
-By hand: as in cdc/jobs/drain.py, with this script (``cdc.jobs.script("maintain")``).
+By hand: as in jobs/drain.py, with this script (``jobs/maintain.py`` in a checkout,
+``cdc.jobs.script("maintain")`` where the package is installed).
 """
 
 import sys
