@@ -35,6 +35,8 @@ __all__ = [
     "git_state",
     "machine_info",
     "progress",
+    "run_facts",
+    "server",
     "server_info",
     "write_json",
 ]
@@ -67,6 +69,15 @@ def cluster(pgbin: Path, settings: dict[str, str]) -> Iterator[str]:
             yield dsn
     except servers.ClusterError as exc:
         raise BenchError(f"{exc}: {INSTALL_HINT}") from exc
+
+
+@contextmanager
+def server(pgbin: Path, settings: dict[str, str], facts: dict[str, Any]) -> Iterator[str]:
+    """cluster(), with its version and settings recorded in facts["server"]."""
+    with cluster(pgbin, settings) as dsn:
+        with psycopg.connect(dsn) as conn:
+            facts["server"] = server_info(conn)
+        yield dsn
 
 
 def debian_pgq_control(pgbin: Path) -> Path | None:
@@ -124,6 +135,15 @@ def machine_info() -> dict[str, Any]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "psycopg": psycopg.__version__,
+    }
+
+
+def run_facts(args: argparse.Namespace) -> dict[str, Any]:
+    """What a run records before it measures: its options, the machine, the commit."""
+    return {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "machine": machine_info(),
+        "git": git_state(),
     }
 
 

@@ -123,17 +123,22 @@ def _recorder(batches: list[dict[str, float]]) -> Any:
     return record
 
 
-def backlog(dsn: str, tables: list[str], events: int) -> int:
+def backlog(dsn: str, tables: list[str], events: int, first: int = 0) -> int:
     """About ``events`` events over the tables: 25% inserts, 60% updates, 15% deletes (rows
-    inserted, updated twice and partly a third time, then partly deleted); returns them."""
+    inserted, updated twice and partly a third time, then partly deleted), of keys after
+    ``first`` (a second backlog leaves the first one's rows alone); returns the queue's
+    events of the tables."""
     rows = events // 4 // len(tables)  # 25% inserts
+    new = f"id > {first}"
     with psycopg.connect(dsn, autocommit=True) as conn:
         for t in tables:
-            conn.execute(f"insert into {t} select {ROW} from generate_series(1, {rows}) g")
-            conn.execute(f"update {t} set b = b + 1")  # 25%
-            conn.execute(f"update {t} set a = a || 'x', c = c + 1")  # 25%
-            conn.execute(f"update {t} set e = not e where id % 5 < 2")  # 10%
-            conn.execute(f"delete from {t} where id % 5 < 3")  # 15%
+            conn.execute(
+                f"insert into {t} select {ROW} from generate_series({first + 1}, {first + rows}) g"
+            )
+            conn.execute(f"update {t} set b = b + 1 where {new}")  # 25%
+            conn.execute(f"update {t} set a = a || 'x', c = c + 1 where {new}")  # 25%
+            conn.execute(f"update {t} set e = not e where id % 5 < 2 and {new}")  # 10%
+            conn.execute(f"delete from {t} where id % 5 < 3 and {new}")  # 15%
         return int(
             conn.execute(
                 "select count(*) from cdc.event where ev_extra1 = any(%s)",
