@@ -157,6 +157,10 @@ class TableBatch:
     key_range: tuple[str, str] | None = None  # lowest, highest first key value, as text
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, summed
     small: bool = False  # few events, read on the driver: may be written from it
+    # the route planned for it (cdc.engines.planner.Route); the kind records the engine that
+    # wrote it there, and the Commit's metadata
+    route: Any = None
+    forced: str | None = None  # drain.engine
 
 
 def add_time(timings: dict[str, float], phase: str, started: float) -> float:

@@ -22,6 +22,7 @@ from cdc.config.model import (
     default,
 )
 from cdc.config.spark_settings import spark_settings
+from cdc.engines.planner import ENGINES
 from cdc.errors import ConfigError
 from cdc.names import TablePattern, TableRule, parse_table_name, target_problem, template_problem
 from cdc.targets.table import TargetClaims
@@ -68,13 +69,19 @@ def parse_size(value: Any, where: str) -> int:
 
 
 def _drain(section: dict[str, Any]) -> DrainSettings:
-    _unknown(section, "drain", {"memory_budget", "spill_dir"})
+    _unknown(section, "drain", {"memory_budget", "spill_dir", "engine"})
     budget = parse_size(
         section.get("memory_budget", default(DrainSettings, "memory_budget")),
         "drain.memory_budget",
     )
     spill_dir = _text(section, "drain", "spill_dir") if "spill_dir" in section else None
-    return DrainSettings(budget, spill_dir)
+    engine = section.get("engine", "auto")
+    if engine not in ("auto", *ENGINES):
+        raise ConfigError(
+            f"drain.engine must be one of auto, {', '.join(ENGINES)}, not {engine!r}: auto lets"
+            ' the planner choose per table (docs/drain.md, "Two engines")'
+        )
+    return DrainSettings(budget, spill_dir, None if engine == "auto" else engine)
 
 
 def _unknown(section: dict[str, Any], where: str, known: set[str]) -> None:

@@ -60,6 +60,9 @@ class DrainSettings:
 
     memory_budget: int = 2 << 30
     spill_dir: str | None = None  # default: a temporary folder (a local master only)
+    # the engine of every table's part (cdc.engines.planner): None lets the planner choose;
+    # "spark" forces Spark, "arrow" the Arrow engine wherever the budget and target allow it
+    engine: str | None = None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import psycopg
@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 
 from cdc import failures
 from cdc.config import Pipeline, TableMap
+from cdc.engines import planner
 from cdc.engines.arrow import decode as arrow_decode
 from cdc.engines.spark import decode as spark_decode
 from cdc.errors import CdcError
@@ -48,25 +49,20 @@ from cdc.pipeline.reader import BatchEvents
 from cdc.rows import TableBatch, add_time
 from cdc.spark import is_local
 from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
+from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 
 log = logging.getLogger("cdc.drain")
 
 WORKERS = 4  # tables applied at once (cdc drain --workers)
-# A table's events up to this many, read with COPY (in Arrow on the driver), are decoded and
-# written from the driver where they can be (cdc.engines.arrow.decode, the kind's
-# apply_on_driver). On a local master every batch read with COPY is: the driver is where
-# Spark would work too, and Arrow's kernels, a fold in numpy and delta-rs' MERGE cost a
-# fraction of Spark's jobs. On a cluster only these small ones are: a large batch's work is
-# spread over the executors. Where Spark writes a small batch after all, it takes the
-# small-batch path: decoded without a cache, and MERGEd without Delta's copy of the source
-# (merge.materializeSource = none). Delta copies a source it cannot prove deterministic; ours
-# is (the fold of the batch's events decoded from the batch's Arrow rows: every read gives
-# the same rows, and Delta checks that its two reads counted the same), so the MERGE writes
-# the same values in the same commit as the big-batch path, with a cache, a copy and their
-# Spark jobs fewer. Above it (or read by JDBC: a cached frame, which Delta refuses not to
-# copy) the decode cache and the copy are kept: they spare decoding and folding twice.
-SMALL_EVENTS = 10_000
+# Where Spark writes a small part (cdc.engines.planner.SMALL_EVENTS), it takes the small-part
+# path: decoded without a cache, and MERGEd without Delta's copy of the source
+# (merge.materializeSource = none). Delta copies a source it cannot prove deterministic;
+# ours is (the fold of the batch's events decoded from the batch's Arrow rows: every read
+# gives the same rows, and Delta checks that its two reads counted the same), so the MERGE
+# writes the same values in the same commit as the large-part path, with a cache, a copy and
+# their Spark jobs fewer. Above it (or read by JDBC: a cached frame, which Delta refuses not
+# to copy) the decode cache and the copy are kept: they spare decoding and folding twice.
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
@@ -82,6 +78,7 @@ class BatchStats:
     seconds: dict[str, float] = field(default_factory=dict)  # read, each table, finish
     phases: dict[str, float] = field(default_factory=dict)  # decode, fold+merge (all tables)
     on_driver: set[str] = field(default_factory=set)  # targets decoded and written without Spark
+    routes: dict[str, str] = field(default_factory=dict)  # target -> its route (engines.planner)
     read: str = ""  # how the batch was read: "copy", "spilled" (over the budget), "jdbc"
 
 
@@ -145,7 +142,7 @@ class Outcome:
     failure: str | None = None  # why it cannot be applied (it becomes failing)
     timings: dict[str, float] = field(default_factory=dict)
     seconds: float | None = None
-    on_driver: bool = False  # decoded and written without Spark
+    route: planner.Route | None = None  # the engines that decoded and wrote it, and why
 
 
 @dataclass(frozen=True)
@@ -207,6 +204,7 @@ class BatchApplier:
         # on a local master the driver is where Spark works too: every batch read with COPY
         # is decoded and written there when it can be (on a cluster, small ones only)
         self._local = is_local(spark)
+        self.engine = pipeline.drain.engine  # the planner's choice, or one engine forced
 
     def close(self) -> None:
         self.pool.close()
@@ -290,8 +288,11 @@ class BatchApplier:
                 stats.phases[phase] = stats.phases.get(phase, 0.0) + seconds
             if out.seconds is not None:
                 stats.seconds[table.target] = out.seconds
-            if out.on_driver:
-                stats.on_driver.add(table.target)
+            if out.route is not None:
+                log.debug("target %s of tick %d: %s", table.target, batch.tick_id, out.route)
+                stats.routes[table.target] = str(out.route)
+                if out.route.decode == out.route.write == planner.ARROW:
+                    stats.on_driver.add(table.target)
             if out.decoded is not None:
                 decoded_tables.append(out.decoded)
             if out.failure is not None:
@@ -366,11 +367,12 @@ class BatchApplier:
             # are written
             drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
             columns = drift.columns
-            read_here = events.on_driver and self._materialize == "auto"
-            small = read_here and events.counts.get(table.source, 0) <= SMALL_EVENTS
             part = TablePart(table, events, columns, drift, ref, commit, out)
-            if not ((small or (read_here and self._local)) and self._on_driver(part)):
-                self._in_spark(part, small, spark)
+            route = planner.decode_route(self._facts(part, kind))
+            if route.decode == planner.ARROW:
+                route = self._on_driver(part, route)
+            if route.decode == planner.SPARK:
+                self._in_spark(part, route, spark)
         except Exception as exc:
             failure = failures.classify(exc, self.pipeline.target_path)
             if failure.kind != failures.TABLE:
@@ -387,30 +389,48 @@ class BatchApplier:
         stage(f"committed:{committed}")
         return out
 
-    def _on_driver(self, part: TablePart) -> bool:
-        """A batch read with COPY, decoded (cdc.engines.arrow.decode) and written
-        (the kind's apply_on_driver) without Spark; False when either cannot: then Spark
-        decodes and writes it."""
-        raw = part.events.arrow.get(part.table.source)
+    def _facts(self, part: TablePart, kind: TargetKind) -> planner.PartFacts:
+        """What the planner is told of a part before it is decoded."""
+        source = part.table.source
+        return planner.PartFacts(
+            events=part.events.counts.get(source, 0),
+            held_on_driver=part.events.on_driver and source in part.events.arrow,
+            local_master=self._local,
+            kind_writes_arrow=kind.writes_on_driver,
+            default_merge_source=self._materialize == "auto",
+            forced=self.engine,
+        )
+
+    def _on_driver(self, part: TablePart, route: planner.Route) -> planner.Route:
+        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and, where the
+        planner lets it, written by it (the kind's apply_on_driver); the route it took: Spark
+        decodes and writes it when the Arrow decoder is undecided or the target cannot be
+        written from the driver."""
+        raw = part.events.arrow[part.table.source]
         kind = registry.kind(part.table.mode)
-        if raw is None or not kind.writes_on_driver:  # not decoded for nothing
-            return False
         started = time.monotonic()
         rows = arrow_decode.decode(raw, part.columns, part.drift)
         started = add_time(part.out.timings, "decode", started)
         if rows is None:
-            return False
-        write = partial(kind.apply_on_driver, part.ref, part.commit, rows, part.columns)
+            return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
+        route = route.decoded_by(planner.ARROW, route.why)
+        commit = replace(part.commit, metadata=route.metadata())
+        write = partial(kind.apply_on_driver, part.ref, commit, rows, part.columns)
         # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
         done = delta_table.retry_conflicts(write, f"table {part.table.target}")
         add_time(part.out.timings, "fold+merge", started)
-        part.out.on_driver = done
-        return done
+        if not done:
+            return route.decoded_by(planner.SPARK, "delta-rs cannot write the target as Spark")
+        part.out.route = route
+        return route
 
-    def _in_spark(self, part: TablePart, small: bool, spark: SparkSession) -> None:
-        """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept for
-        the quarantine) and written by its kind."""
+    def _in_spark(self, part: TablePart, route: planner.Route, spark: SparkSession) -> None:
+        """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept
+        for the quarantine) and written by its kind (a small part may be written by delta-rs:
+        Mirror.apply asks the planner)."""
         started = time.monotonic()
+        told = self._facts(part, registry.kind(part.table.mode))
+        small = told.small and told.held_on_driver and told.default_merge_source
         out, columns = part.out, part.columns
         frame = in_session(part.events.tables[part.table.source], spark)
         out.decoded = spark_decode.decode_table(
@@ -419,12 +439,15 @@ class BatchApplier:
         facts = out.decoded.facts(columns)  # decodes, into the cache
         add_time(out.timings, "decode", started)
         rows = TableBatch(
-            out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small
-        )
+            out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small,
+            route=route, forced=self.engine,
+        )  # fmt: skip
         spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self._materialize)
         kind = registry.kind(part.table.mode)
-        write = partial(kind.apply, spark, part.ref, part.commit, rows)
+        commit = replace(part.commit, metadata=route.metadata())
+        write = partial(kind.apply, spark, part.ref, commit, rows)
         delta_table.retry_conflicts(write, f"table {part.table.target}")
+        out.route = rows.route  # the kind's write may have taken delta-rs (a small part)
         if facts.bad:
             out.bad = out.decoded.bad
             if facts.recreated_at is not None and kind.holds_rows:

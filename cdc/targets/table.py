@@ -172,6 +172,9 @@ class Commit:
 
     app_id: str
     version: int  # the batch's tick id
+    # what the commit records of how it was written (commitInfo.userMetadata): the route
+    # of cdc.engines.planner, so that the table's history says which engine wrote it
+    metadata: str | None = None
 
     @classmethod
     def of(cls, source: Source, incarnation: int | None, target: str, tick_id: int) -> Commit:

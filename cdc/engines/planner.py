@@ -1,0 +1,155 @@
+"""The route planner: which engine decodes a table's part of a batch, and which one folds
+and writes it, decided in this one place from stated facts, and recorded.
+
+Two engines run the same steps on the same row contract (cdc.rows):
+
+- **arrow**: on the driver, over the Arrow rows COPY read (cdc.engines.arrow: Arrow's
+  kernels, a fold in numpy, delta-rs' MERGE). No Spark job: a small batch costs
+  milliseconds instead of the dozen Spark jobs of a MERGE;
+- **spark**: on the executors (cdc.engines.spark: Spark expressions, Delta's MERGE), which
+  also quarantines bad events and scales past one machine.
+
+The decision has two steps, because some facts are known only once the part is decoded:
+
+1. ``decode_route(PartFacts)``, before decoding: the Arrow engine decodes a part only when
+   its events are held on the driver within the memory budget (read with COPY, not spilled:
+   cdc.pipeline.spool keeps the Arrow engine's peak, EXPANSION times the raw events, within
+   ``drain.memory_budget``), the target's kind writes with Arrow, Delta's MERGE source
+   setting is the drain's own (``auto``), and either the master is local (the driver is
+   where Spark would work too) or the part is small (``SMALL_EVENTS``: on a cluster a large
+   part is the executors' work). ``drain.engine`` forces one engine (``spark``: always;
+   ``arrow``: wherever the facts allow it, the way tests run both engines over one batch).
+   The Arrow decoder may still answer "undecided" (an event it cannot be sure to decode as
+   Spark does, a bad event): then Spark decodes, and the route says why.
+2. ``write_route(WriteFacts)``, once decoded: the Arrow engine folds and writes where
+   delta-rs writes what Spark would (a local target whose protocol delta-rs writes, the
+   files the MERGE may rewrite within delta-rs' budget, exact column names, keys compared as
+   they are, dates within years 1-9999, no TRUNCATE in the part). Rows Spark decoded may
+   still be written by delta-rs when the part is small (Spark folds, the driver collects the
+   one row per key): a Spark MERGE costs seconds whatever its size.
+
+The ``Route`` is logged, kept in ``BatchStats.routes`` and written into the target's Delta
+commit (``commitInfo.userMetadata``, cdc.targets.table.Commit.metadata), so ``DESCRIBE
+HISTORY`` says which engine wrote each commit and why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+__all__ = [
+    "ARROW",
+    "ENGINES",
+    "SMALL_EVENTS",
+    "SPARK",
+    "PartFacts",
+    "Route",
+    "WriteFacts",
+    "decode_route",
+    "write_route",
+]
+
+ARROW, SPARK = "arrow", "spark"
+ENGINES = (ARROW, SPARK)
+# A part of up to this many events is small: on a cluster the driver still decodes and writes
+# it (a Spark job costs more than its work), and Spark writes it without the decode cache
+# and without Delta's copy of the MERGE source (cdc.pipeline.apply).
+SMALL_EVENTS = 10_000
+
+
+@dataclass(frozen=True)
+class PartFacts:
+    """What is known of a table's part of a batch before it is decoded."""
+
+    events: int  # the part's events
+    held_on_driver: bool  # read with COPY within the memory budget (its Arrow rows at hand)
+    local_master: bool  # Spark's master is local: the driver is where Spark works too
+    kind_writes_arrow: bool  # the target's kind has an Arrow write (TargetKind.arrow_writes)
+    default_merge_source: bool  # merge.materializeSource is the drain's own ("auto")
+    forced: str | None = None  # drain.engine: ARROW or SPARK, None for the planner's choice
+
+    @property
+    def small(self) -> bool:
+        return self.events <= SMALL_EVENTS
+
+
+@dataclass(frozen=True)
+class Route:
+    """Which engine decodes the part and which one writes it, and why."""
+
+    decode: str
+    write: str
+    why: str
+
+    def __str__(self) -> str:
+        engines = self.decode if self.decode == self.write else f"{self.decode}+{self.write}"
+        return f"{engines} ({self.why})"
+
+    def metadata(self) -> str:
+        """The route as the Delta commit records it (commitInfo.userMetadata)."""
+        return json.dumps({"cdc.decode": self.decode, "cdc.write": self.write, "cdc.why": self.why})
+
+    def decoded_by(self, engine: str, why: str) -> Route:
+        """The route once the part was decoded by engine (the Arrow decoder undecided)."""
+        return Route(engine, engine, why)
+
+
+def decode_route(facts: PartFacts) -> Route:
+    """Step 1: the engine that decodes the part (see the module docstring)."""
+    if facts.forced == SPARK:
+        return Route(SPARK, SPARK, "drain.engine = spark")
+    if not facts.held_on_driver:
+        return Route(SPARK, SPARK, "events not held on the driver (read by JDBC or spilled)")
+    if not facts.kind_writes_arrow:
+        return Route(SPARK, SPARK, "the target kind writes with Spark only")
+    if not facts.default_merge_source:
+        return Route(SPARK, SPARK, "merge.materializeSource set by the submitter")
+    if facts.forced == ARROW:
+        return Route(ARROW, ARROW, "drain.engine = arrow")
+    if facts.local_master:
+        return Route(ARROW, ARROW, "local master, events on the driver")
+    if facts.small:
+        return Route(ARROW, ARROW, f"small part (<= {SMALL_EVENTS:,} events) on a cluster")
+    return Route(SPARK, SPARK, f"large part (> {SMALL_EVENTS:,} events) on a cluster")
+
+
+@dataclass(frozen=True)
+class WriteFacts:
+    """What is known of a decoded part and its target before it is written."""
+
+    decoded_by: str  # the engine that decoded it
+    small: bool  # PartFacts.small, and held on the driver
+    kind_writes_arrow: bool
+    target_on_local_path: bool  # delta-rs opened the target's log
+    target_writable: bool  # delta-rs writes this target as Spark would (engines.arrow.write)
+    values_fit: bool  # every date and timestamp within years 1-9999 (when known)
+    truncated: bool  # the part holds a TRUNCATE or the marker of a re-created table
+    forced: str | None = None
+
+
+def write_route(route: Route, facts: WriteFacts) -> Route:
+    """Step 2: the engine that folds and writes the decoded part."""
+    why = _spark_write_reason(facts)
+    if why is None:
+        return Route(facts.decoded_by, ARROW, route.why)
+    return Route(facts.decoded_by, SPARK, why if facts.decoded_by == ARROW else route.why)
+
+
+def _spark_write_reason(facts: WriteFacts) -> str | None:
+    """Why Spark must write the part (None: the Arrow engine may)."""
+    if facts.forced == SPARK:
+        return "drain.engine = spark"
+    if not facts.kind_writes_arrow:
+        return "the target kind writes with Spark only"
+    if facts.decoded_by == SPARK and not facts.small:
+        return "a large part decoded by Spark"
+    if facts.truncated:
+        return "a TRUNCATE overwrites the target"
+    if not facts.target_on_local_path:
+        return "the target is not on a local path"
+    if not facts.target_writable:
+        return "delta-rs cannot write this target as Spark would"
+    if not facts.values_fit:
+        return "a date or timestamp outside years 1-9999"
+    return None

@@ -1,0 +1,108 @@
+"""The route planner (cdc.engines.planner): which engine decodes and writes a table's part
+of a batch, from stated facts, with no server and no JVM."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from cdc.engines import planner
+from cdc.engines.planner import ARROW, SPARK, PartFacts, Route, WriteFacts
+
+HELD = PartFacts(
+    events=100,
+    held_on_driver=True,
+    local_master=True,
+    kind_writes_arrow=True,
+    default_merge_source=True,
+)
+WRITABLE = WriteFacts(
+    decoded_by=ARROW,
+    small=True,
+    kind_writes_arrow=True,
+    target_on_local_path=True,
+    target_writable=True,
+    values_fit=True,
+    truncated=False,
+)
+
+
+def test_a_part_held_on_a_local_master_is_decoded_by_arrow() -> None:
+    """Events on the driver of a local master: the Arrow engine decodes them, whatever their
+    number."""
+    assert planner.decode_route(HELD).decode == ARROW
+    assert planner.decode_route(replace(HELD, events=5_000_000)).decode == ARROW
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"held_on_driver": False}, "not held on the driver"),
+        ({"kind_writes_arrow": False}, "writes with Spark only"),
+        ({"default_merge_source": False}, "materializeSource"),
+        ({"forced": SPARK}, "drain.engine = spark"),
+        ({"local_master": False, "events": planner.SMALL_EVENTS + 1}, "large part"),
+    ],
+)
+def test_spark_decodes_when_a_fact_calls_for_it(change: dict, why: str) -> None:
+    """Each fact that keeps a part off the Arrow engine names itself in the route."""
+    route = planner.decode_route(replace(HELD, **change))
+    assert (route.decode, route.write) == (SPARK, SPARK)
+    assert why in route.why
+
+
+def test_a_small_part_on_a_cluster_stays_on_the_driver() -> None:
+    """On a cluster only small parts are decoded by Arrow."""
+    cluster = replace(HELD, local_master=False)
+    assert planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS)).decode == ARROW
+    assert planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS + 1)).decode == SPARK
+
+
+def test_forcing_arrow_never_overrides_what_arrow_cannot_do() -> None:
+    """drain.engine = arrow on a cluster decodes a large held part by Arrow, but not events
+    spilled or read by JDBC (the memory budget stands)."""
+    forced = replace(HELD, forced=ARROW, local_master=False, events=10**7)
+    assert planner.decode_route(forced).decode == ARROW
+    assert planner.decode_route(replace(forced, held_on_driver=False)).decode == SPARK
+
+
+def test_the_write_goes_to_arrow_only_where_delta_rs_writes_as_spark_would() -> None:
+    """Every fact of the target or the values that delta-rs cannot honour sends the write to
+    Spark, with the reason."""
+    route = Route(ARROW, ARROW, "local master")
+    assert planner.write_route(route, WRITABLE) == Route(ARROW, ARROW, "local master")
+    for change, why in [
+        ({"truncated": True}, "TRUNCATE"),
+        ({"target_on_local_path": False}, "not on a local path"),
+        ({"target_writable": False}, "cannot write this target"),
+        ({"values_fit": False}, "years 1-9999"),
+        ({"kind_writes_arrow": False}, "Spark only"),
+        ({"forced": SPARK}, "drain.engine"),
+    ]:
+        got = planner.write_route(route, replace(WRITABLE, **change))
+        assert got.write == SPARK and why in got.why, (change, got)
+
+
+def test_rows_spark_decoded_are_written_by_delta_rs_only_when_small() -> None:
+    """A small part Spark decoded (the Arrow decoder undecided) is folded by Spark and
+    MERGEd by delta-rs; a large one is written by Spark."""
+    route = Route(SPARK, SPARK, "the Arrow decoder was undecided")
+    small = planner.write_route(route, replace(WRITABLE, decoded_by=SPARK))
+    assert (small.decode, small.write) == (SPARK, ARROW)
+    large = planner.write_route(route, replace(WRITABLE, decoded_by=SPARK, small=False))
+    assert (large.decode, large.write) == (SPARK, SPARK)
+    assert large.why == "the Arrow decoder was undecided"
+
+
+def test_the_route_is_recorded_as_json_and_read_as_text() -> None:
+    """The commit's metadata is JSON naming both engines and the reason."""
+    route = Route(SPARK, ARROW, "small part")
+    assert json.loads(route.metadata()) == {
+        "cdc.decode": SPARK,
+        "cdc.write": ARROW,
+        "cdc.why": "small part",
+    }
+    assert str(route) == "spark+arrow (small part)"
+    assert str(Route(ARROW, ARROW, "x")) == "arrow (x)"
