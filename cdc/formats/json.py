@@ -14,32 +14,23 @@ import json
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cdc.formats.spec import Format, KvMap, Shape, StartsWith, Undecided, captured, re2_literal
+from cdc.formats.spec import (
+    Format,
+    JsonObject,
+    JsonOp,
+    KvMap,
+    Shape,
+    StartsWith,
+    Undecided,
+    captured,
+    re2_literal,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column
 
 # PostgreSQL values reach 1 GB; Jackson's default stops strings at 20 MB
 MAX_STRING_LEN = 2**31 - 1
-
-
-def op(ev_type: Column) -> Column:
-    """I, U, D from the first letter of the JSON ``op``; R for TRUNCATE."""
-    from pyspark.sql import functions as F
-
-    json_op = F.get_json_object(ev_type, "$.op")
-    return F.when(json_op == "TRUNCATE", F.lit("R")).otherwise(F.substring(json_op, 1, 1))
-
-
-def jvm_map(ev_data: Column) -> Column:
-    """The JSON object as column -> text; null when it is not a JSON object."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType, StringType
-
-    return F.from_json(
-        ev_data, MapType(StringType(), StringType()), {"maxStringLen": str(MAX_STRING_LEN)}
-    )
 
 
 OPS = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", "TRUNCATE": "R"}
@@ -212,8 +203,8 @@ FORMAT = Format(
     pgq_trigger="pgq.jsontriga",
     ev_type=StartsWith("{"),
     full_row=True,
-    op=op,
-    jvm_map=jvm_map,
+    op=JsonOp("$.op", truncate="TRUNCATE"),  # I, U, D from the first letter; R for TRUNCATE
+    jvm_map=JsonObject(MAX_STRING_LEN),
     driver_op=driver_op,
     driver_map=driver_map,
     driver_shape=driver_shape,

@@ -5,13 +5,18 @@ One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in on
 (``cdc.formats.registry``), from which every classifier is made. Invariants:
 
 - a row event (INSERT, UPDATE, DELETE) belongs to the first format whose ``ev_type`` shape
-  matches; each shape is one predicate with an Arrow and a Spark form that agree;
+  matches; each shape is one predicate, a value (``StartsWith``, ``Matches``, ``OneOf``)
+  with its Arrow form here and its Spark form in cdc.engines.spark.formats, which agree;
 - a TRUNCATE needs no decoder (its column map is empty). json writes it in its own shape
   (``op`` TRUNCATE); urlenc and sql both write the bare ev_type ``R``
   (docs/event-format.md §3.6), so ``R`` tells no format: ``truncate_type`` records it,
   and classifiers give it op ``R`` and no format;
-- a format decodes either inside the JVM (``jvm_map``: a Spark expression over ev_data) or in
-  Python (``python_map``: run in an Arrow UDF, on that format's events only);
+- its op comes from the ev_type by a rule (``op``: ``FirstLetter``, ``JsonOp``), and a format
+  decodes either inside the JVM (``jvm_map``: a decoder named as a value, ``JsonObject`` or
+  ``UrlEncoded``) or in Python (``python_map``: run in an Arrow UDF, on that format's events
+  only). The rules and decoders are data: cdc.engines.spark.formats renders each as a Spark
+  expression (a new kind of rule or decoder is one more value here and one more case
+  there);
 - a format may also decode on the driver, in plain Python (``driver_op``, ``driver_map``)
   (cdc.engines.arrow.decode): those answer exactly what its Spark decoder answers, or
   raise ``Undecided`` when they cannot be sure of it (then Spark decodes);
@@ -21,8 +26,8 @@ One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in on
   the events it matches (one regular expression over the Arrow column) are read column by
   column (``Shape.read``). An ev_data the shape's pattern does not match is decoded one by
   one (``driver_map``), so the shape only needs to be exact where it matches;
-- importing this module, and the format modules, needs neither pyspark nor pyarrow: both are
-  imported inside the functions that build their expressions.
+- formats never import Spark (the layers' contract); importing this module, and the format
+  modules, needs no pyarrow either: it is imported inside the functions that use it.
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column
 
     ArrowStrings = pa.Array | pa.ChunkedArray
 
@@ -57,9 +61,6 @@ class StartsWith:
 
         return pc.starts_with(ev_type, self.prefix)
 
-    def spark(self, ev_type: Column) -> Column:
-        return ev_type.startswith(self.prefix)
-
 
 @dataclass(frozen=True)
 class Matches:
@@ -71,9 +72,6 @@ class Matches:
         import pyarrow.compute as pc
 
         return pc.match_substring_regex(ev_type, self.regex)
-
-    def spark(self, ev_type: Column) -> Column:
-        return ev_type.rlike(self.regex)
 
 
 @dataclass(frozen=True)
@@ -88,22 +86,50 @@ class OneOf:
 
         return pc.is_in(ev_type, pa.array(self.values))
 
-    def spark(self, ev_type: Column) -> Column:
-        return ev_type.isin(*self.values)
-
 
 EvTypeShape = StartsWith | Matches | OneOf
 
 
-def first_letter(ev_type: Column) -> Column:
-    """The op (I U D R) of a format whose ev_type starts with it."""
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class FirstLetter:
+    """The op (I, U, D) is the ev_type's first letter."""
 
-    return F.substring(ev_type, 1, 1)
+
+@dataclass(frozen=True)
+class JsonOp:
+    """The op is the first letter of the JSON string at ``path`` in the ev_type (INSERT,
+    UPDATE, DELETE), R where it is ``truncate``."""
+
+    path: str = "$.op"
+    truncate: str = "TRUNCATE"
+
+
+OpRule = FirstLetter | JsonOp
+
+
+@dataclass(frozen=True)
+class JsonObject:
+    """ev_data is a JSON object, decoded into name -> text: a string as its content, a bare
+    value as its JSON text, null as null; the map is null when ev_data is not an object.
+    Strings up to ``max_string_len`` characters."""
+
+    max_string_len: int
+
+
+@dataclass(frozen=True)
+class UrlEncoded:
+    """ev_data is name=value pairs separated by ``separator``, names and values url-decoded
+    (``+`` a space, ``%XX`` a byte of UTF-8); a bare name maps to null."""
+
+    separator: str = "&"
+    equals: str = "="
+
+
+JvmMap = JsonObject | UrlEncoded
 
 
 def driver_first_letter(ev_type: str) -> str:
-    """first_letter on the driver: the op of an ev_type its format's shape matched."""
+    """FirstLetter on the driver: the op of an ev_type its format's shape matched."""
     if ev_type[:1] not in ("I", "U", "D"):
         raise Undecided(f"ev_type {ev_type[:20]!r} does not start with an op")
     return ev_type[0]
@@ -155,9 +181,9 @@ class Format:
     # every column in each event (less ignored ones); False: an UPDATE carries the changed
     # columns and the key, a DELETE the key only
     full_row: bool
-    op: Callable[[Column], Column]  # Spark: ev_type -> I, U, D or R
+    op: OpRule  # ev_type -> I, U, D or R
     truncate_type: str | None = None  # the ev_type of its TRUNCATE, when ``ev_type`` misses it
-    jvm_map: Callable[[Column], Column] | None = None  # Spark: ev_data -> map<string,string>
+    jvm_map: JvmMap | None = None  # decoded in the JVM: ev_data -> map<string,string>
     # Python: (op, ev_data) -> column -> text, None when undecodable
     python_map: Callable[[str | None, str | None], KvMap | None] | None = None
     # on the driver, the same answers as ``op`` and the map (or Undecided): ev_type -> I, U,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from cdc.formats.spec import Format, KvMap, OneOf, Undecided, driver_first_letter, first_letter
+from cdc.formats.spec import FirstLetter, Format, KvMap, OneOf, Undecided, driver_first_letter
 
 OPS = ("I", "U", "D")  # the ev_type of a row event is just its op
 
@@ -112,7 +112,7 @@ FORMAT = Format(
     pgq_trigger="pgq.sqltriga",
     ev_type=OneOf(OPS),
     full_row=False,
-    op=first_letter,
+    op=FirstLetter(),
     truncate_type="R",
     python_map=python_map,
     driver_op=driver_first_letter,

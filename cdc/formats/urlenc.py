@@ -16,29 +16,19 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote_plus
 
 from cdc.formats.spec import (
+    FirstLetter,
     Format,
     KvMap,
     Matches,
     Shape,
     Undecided,
+    UrlEncoded,
     driver_first_letter,
-    first_letter,
     re2_literal,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column
-
-
-def jvm_map(ev_data: Column) -> Column:
-    """The url-encoded pairs as column -> text, names and values decoded."""
-    from pyspark.sql import functions as F
-
-    pairs = F.str_to_map(ev_data, F.lit("&"), F.lit("="))
-    keys_decoded = F.transform_keys(pairs, lambda k, _: F.try_url_decode(k))
-    return F.transform_values(keys_decoded, lambda _, v: F.try_url_decode(v))
-
 
 # a % not followed by two hex digits: Java's URLDecoder refuses it, Python's keeps it
 BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -141,9 +131,9 @@ FORMAT = Format(
     pgq_trigger="pgq.logutriga",
     ev_type=Matches("^[IUD]:"),
     full_row=True,
-    op=first_letter,
+    op=FirstLetter(),
     truncate_type="R",
-    jvm_map=jvm_map,
+    jvm_map=UrlEncoded("&", "="),
     driver_op=driver_first_letter,
     driver_map=driver_map,
     driver_shape=driver_shape,

@@ -37,6 +37,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from cdc import formats as capture_formats
 from cdc.config import DrainSettings, Source
+from cdc.engines.spark import formats as spark_formats
 from cdc.errors import CdcError
 from cdc.pg.batch import EVENT_SCHEMA, Batch
 from cdc.pg.source import TableNames, jdbc_url
@@ -256,7 +257,7 @@ class BatchReader:
             .agg(
                 F.count("*").alias("n"),
                 F.count(F.when(is_signal, 1)).alias("signals"),
-                *capture_formats.format_flags(),
+                *spark_formats.format_flags(),
             )
             .collect()
         )

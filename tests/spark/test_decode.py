@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from cdc import formats
 from cdc.engines.spark import decode
+from cdc.engines.spark import formats as spark_formats
 from cdc.pg.pgtypes import Column
 from tests.support.ev_types import EV_TYPES
 
@@ -169,8 +170,8 @@ def test_arrow_and_spark_classifiers_agree(spark):
     """For every ev_type shape, the Arrow classifier (COPY reads), the Spark aggregates (JDBC
     reads) and the Spark CASE (decoding) name the same format, or none."""
     events = _raw(spark, [(t, None) for t, _ in EV_TYPES])
-    flags = events.groupBy("ev_id").agg(*formats.format_flags()).orderBy("ev_id").collect()
-    cases = events.select(formats.format_of(F.col("ev_type"))).orderBy("ev_id").collect()
+    flags = events.groupBy("ev_id").agg(*spark_formats.format_flags()).orderBy("ev_id").collect()
+    cases = events.select(spark_formats.format_of(F.col("ev_type"))).orderBy("ev_id").collect()
     for (ev_type, expected), flag, case in zip(EV_TYPES, flags, cases, strict=True):
         arrow = formats.formats_of(pa.array([ev_type], pa.string()))
         spark_flags = {name for name in formats.NAMES if flag[name]}

@@ -22,6 +22,7 @@ from cdc.formats.spec import Undecided
 from cdc.pg.batch import EVENT_SCHEMA
 from cdc.pg.pgtypes import Column
 from cdc.targets.schema_drift import Drift
+from tests.support.exact import bits
 
 pytestmark = pytest.mark.spark
 
@@ -100,7 +101,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "boolean": (["t", "f", "true", "false"], ["yes", "TRUE", "1", "0", "on", "T", " t", ""]),
     "decimal(10,2)": (
         ["0.00", "-12345678.99", "12345678.99", "1.50", "-0.01"],
-        ["1.555", "1e2", "NaN", "123456789.00", "1.5", "12", "-0", "+1.00", " 1.00"],
+        ["1.555", "1e2", "NaN", "123456789.00", "1.5", "12", "-0", "+1.00", " 1.00", "1.0000"],
     ),
     "decimal(38,10)": (["1234567890123456789012345678.0123456789", "-0.0000000001"], []),
     "decimal(4,4)": (["0.1234", "-0.9999"], ["1.0000", "0.12345"]),
@@ -145,6 +146,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
             "2024-01-02 03:04:05+5",
             "infinity",
             "2024-01-02 03:04:05+19",
+            # minutes past 59 (Python's timezone would take them), year 0 before its offset
+            "2024-01-02 03:04:05+05:60",
+            "2024-01-02 03:04:05-05:99",
+            "0000-12-31 23:00:00-05",
         ],
     ),
     "binary": (["\\x", "\\x00ff10", "\\xDEADbeef"], ["\\x0", "\\xzz", "00ff", "\\\\x00"]),
@@ -173,15 +178,6 @@ def _plain(kind: pa.DataType) -> pa.DataType:
 
 def _values(column: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> list[Any]:
     return column.cast(kind).cast(_plain(kind)).to_pylist()
-
-
-def _bits(value: Any) -> Any:
-    """A value compared exactly: a float by its bits (NaN, -0.0), a list element-wise."""
-    if isinstance(value, float):
-        return struct.pack("<d", value)
-    if isinstance(value, list):
-        return [_bits(v) for v in value]
-    return value
 
 
 TYPES = sorted(CASES)
@@ -221,7 +217,7 @@ def test_each_cast_decides_as_spark_casts(spark_casts, spark_type):
         assert spark_value is not None, f"{spark_type}: {text!r} decided, Spark gives null"
         # through Arrow as the decoded rows carry it
         mine = _values(pa.array([mine], kind), kind)[0]
-        assert _bits(mine) == _bits(spark_value), f"{spark_type}: {text!r}"
+        assert bits(mine) == bits(spark_value), f"{spark_type}: {text!r}"
 
 
 @pytest.mark.parametrize("spark_type", TYPES)
@@ -233,7 +229,7 @@ def test_each_column_cast_is_spark_cast(spark_casts, spark_type):
     kind = driver_decode.arrow_type(spark_type)
     got = _values(driver_decode.cast_column(pa.array([*written, None]), spark_type), kind)
     expected = [spark_casts[(spark_type, i)] for i in range(len(written))]
-    assert [_bits(v) for v in got] == [_bits(v) for v in [*expected, None]]
+    assert [bits(v) for v in got] == [bits(v) for v in [*expected, None]]
     for i, text in enumerate(hostile, start=len(written)):
         try:
             mine = driver_decode.cast_column(pa.array([text]), spark_type)
@@ -241,7 +237,7 @@ def test_each_column_cast_is_spark_cast(spark_casts, spark_type):
             continue
         spark_value = spark_casts[(spark_type, i)]
         assert spark_value is not None, f"{spark_type}: {text!r} decided, Spark gives null"
-        assert _bits(_values(mine, kind)[0]) == _bits(spark_value), f"{spark_type}: {text!r}"
+        assert bits(_values(mine, kind)[0]) == bits(spark_value), f"{spark_type}: {text!r}"
 
 
 COLUMNS = [
@@ -283,8 +279,8 @@ def _same_rows(mine: pa.Table, spark_rows: pa.Table) -> None:
     spark_rows = spark_rows.cast(mine.schema).sort_by(decode.meta("ev_id"))
     assert mine.column_names == spark_rows.column_names
     for name, kind in zip(mine.column_names, mine.schema.types, strict=True):
-        got = [_bits(v) for v in _values(mine.column(name), kind)]
-        assert got == [_bits(v) for v in _values(spark_rows.column(name), kind)], name
+        got = [bits(v) for v in _values(mine.column(name), kind)]
+        assert got == [bits(v) for v in _values(spark_rows.column(name), kind)], name
 
 
 GOOD_EVENTS = [

@@ -111,6 +111,7 @@ def test_casts(text, spark_type, expected):
         ("10000-01-01", "date"),
         ("2024-01-02 03:04:05+05:30:15", "timestamp"),
         ("0001-01-01 00:00:00+01", "timestamp"),
+        ("2024-01-02 03:04:05+05:60", "timestamp"),
         ("1e400", "double"),
         ("1e-50", "float"),
         ("{{1}}", "array<int>"),

@@ -4,6 +4,7 @@ Spark and no server."""
 from __future__ import annotations
 
 import argparse
+import pathlib
 import re
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from cdc import cli, formats
 from cdc.errors import ConfigError
 from cdc.formats import json, sql, urlenc
-from cdc.formats.spec import Format, OneOf
+from cdc.formats.spec import FirstLetter, Format, OneOf, UrlEncoded
 from cdc.pg import capture, sqlfiles
 from tests.support.ev_types import EV_TYPES
 
@@ -28,6 +29,13 @@ def test_importing_the_formats_needs_no_pyspark_nor_pyarrow():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_formats_never_import_spark():
+    """The layers' contract: no module of cdc.formats names pyspark; their Spark rendering
+    is cdc.engines.spark.formats."""
+    folder = pathlib.Path(formats.__file__).parent
+    assert [p.name for p in sorted(folder.glob("*.py")) if "pyspark" in p.read_text()] == []
 
 
 def test_the_registry_holds_each_format_module_in_order():
@@ -64,9 +72,9 @@ def test_capability_flags():
 def test_a_format_has_exactly_one_decoder():
     """A Format with both a JVM and a Python decoder, or neither, is refused."""
     with pytest.raises(ValueError, match="exactly one of jvm_map and python_map"):
-        Format("x", "pgq.x", OneOf(("I",)), True, lambda c: c)
+        Format("x", "pgq.x", OneOf(("I",)), True, FirstLetter())
     with pytest.raises(ValueError, match="exactly one of jvm_map and python_map"):
-        Format("x", "pgq.x", OneOf(("I",)), True, lambda c: c, None, lambda c: c, sql.python_map)
+        Format("x", "pgq.x", OneOf(("I",)), True, FirstLetter(), None, UrlEncoded(), sql.python_map)
 
 
 @pytest.mark.parametrize(("ev_type", "expected"), EV_TYPES)

@@ -12,9 +12,10 @@ batch on a local master):
   to MAX_SHAPES shapes per table and batch;
 - the others, at most ONE_BY_ONE, one by one: their format's ``driver_op`` and
   ``driver_map`` make the column -> text map;
-- ``cast_column`` makes each column of texts the values Spark's cast (decode.cast_text)
-  makes: one Arrow cast where every text is in a form that cast reads as Spark does, else
-  value by value (``cast``).
+- ``cast_column`` (cdc.engines.arrow.casts, rendered from cdc.casts) makes each column of
+  texts the values Spark's cast (cdc.engines.spark.decode.cast_text) makes: one Arrow cast
+  where the type has one, every text then in the forms PostgreSQL writes, else value by
+  value (``cast``).
 
 Only where the answer is certainly Spark's. Anything else is undecided, and the whole table
 is decoded by Spark as before (which quarantines the bad events):
@@ -36,13 +37,7 @@ one-by-one decoder's.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import re
-import struct
-from collections.abc import Callable
-from decimal import Context, Decimal
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,247 +45,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc import formats
+from cdc.engines.arrow.casts import arrow_type, cast, cast_column, cast_rows, caster
 from cdc.formats.spec import Shape, Undecided
-from cdc.pg import pgarray, pgtypes
-from cdc.pg.pgtypes import DECIMAL_TYPE, Column
+from cdc.pg.pgtypes import Column
 from cdc.rows import meta, present, value
 
 if TYPE_CHECKING:
     from cdc.targets.schema_drift import Drift
 
-__all__ = ["Undecided", "arrow_type", "cast", "decode"]
+# the casts (cdc.engines.arrow.casts) are importable from here too
+__all__ = ["Undecided", "arrow_type", "cast", "cast_column", "cast_rows", "caster", "decode"]
 
 log = logging.getLogger("cdc.decode")
 
-INTEGER_TEXT = re.compile(r"-?[0-9]+")
-INTEGER_RANGE = {"short": 16, "int": 32, "long": 64}  # bits
-FLOAT_TEXT = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|-?Infinity")
-DECIMAL_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?")
-DATE_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
-TIMESTAMP_TEXT = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,6}))?"
-)
-OFFSET_TEXT = re.compile(r"([+-])([0-9]{2})(?::([0-9]{2}))?")
-BINARY_TEXT = re.compile(r"\\x((?:[0-9A-Fa-f]{2})*)")
-BOOLEAN_TEXT = {"t": True, "true": True, "f": False, "false": False}
-UTC = dt.UTC
-INFINITY = float("inf")
 MAX_SHAPES = 8  # shapes tried per table and batch; events of other shapes decode one by one
 # events decoded one by one at most per table and batch (sqlglot parses a sql event in about
 # 100 µs: Spark decodes more at once)
 ONE_BY_ONE = 10_000
-
-
-def arrow_type(spark_type: str) -> pa.DataType:
-    """pgtypes.arrow_type, undecided for a type without one."""
-    try:
-        return pgtypes.arrow_type(spark_type)
-    except ValueError as exc:
-        raise Undecided(str(exc)) from None
-
-
-def _integer(text: str, bits: int) -> int:
-    if not INTEGER_TEXT.fullmatch(text):
-        raise Undecided(f"integer text {text[:20]!r}")
-    number = int(text)
-    if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
-        raise Undecided(f"integer {text[:20]!r} out of range")
-    return number
-
-
-def _double(text: str) -> float:
-    if not FLOAT_TEXT.fullmatch(text):
-        raise Undecided(f"float text {text[:20]!r}")
-    number = float(text)  # correctly rounded, as Java's Double.parseDouble
-    if number in (INFINITY, -INFINITY) and not text.endswith("Infinity"):
-        raise Undecided(f"float {text[:20]!r} beyond float8")
-    return number
-
-
-def _float(text: str) -> float:
-    """The float4 nearest the text, as Java's Float.parseFloat: the double nearest it,
-    rounded to float4, checked to be nearer the text than either neighbour (rounding twice
-    may miss by one near a halfway point: undecided then)."""
-    number = _double(text)
-    try:
-        single = struct.unpack("<f", struct.pack("<f", number))[0]
-    except OverflowError:
-        raise Undecided(f"float {text[:20]!r} beyond float4") from None
-    if number != number or number in (INFINITY, -INFINITY) or number == 0.0:
-        return number  # NaN, ±Infinity, ±0: exact
-    bits = struct.unpack("<I", struct.pack("<f", single))[0]
-    if single == 0.0 or bits & 0x7F800000 == 0x7F800000:
-        raise Undecided(f"float {text[:20]!r} is zero or infinite as float4")
-    exact = Fraction(Decimal(text))
-    mine = abs(exact - Fraction(single))
-    for neighbour_bits in (bits - 1, bits + 1):
-        neighbour = struct.unpack("<f", struct.pack("<I", neighbour_bits))[0]
-        if neighbour in (INFINITY, -INFINITY):
-            neighbour = 2.0**128 if neighbour > 0 else -(2.0**128)  # where rounding overflows
-        if abs(exact - Fraction(neighbour)) <= mine:
-            raise Undecided(f"float {text[:20]!r} near halfway between two float4")
-    return single
-
-
-def _decimal(text: str, precision: int, scale: int) -> Decimal:
-    found = DECIMAL_TEXT.fullmatch(text)
-    if not found:
-        raise Undecided(f"numeric text {text[:20]!r}")
-    whole, fraction = found[1].lstrip("0"), found[2] or ""
-    if len(fraction) > scale or len(whole) > precision - scale:
-        raise Undecided(f"numeric {text[:20]!r} does not fit decimal({precision},{scale})")
-    # exact: no more digits than the type holds, and a context that holds them all
-    return Decimal(text).quantize(Decimal(1).scaleb(-scale), context=Context(prec=precision))
-
-
-def _date(text: str) -> dt.date:
-    found = DATE_TEXT.fullmatch(text)
-    if not found:
-        raise Undecided(f"date text {text[:20]!r}")
-    try:
-        return dt.date(int(found[1]), int(found[2]), int(found[3]))
-    except ValueError:  # year 0, 31 February
-        raise Undecided(f"date {text[:20]!r}") from None
-
-
-def _timestamp(text: str, with_offset: bool) -> dt.datetime:
-    found = TIMESTAMP_TEXT.match(text)
-    if not found:
-        raise Undecided(f"timestamp text {text[:40]!r}")
-    rest = text[found.end() :]
-    zone = None
-    if with_offset:
-        offset = OFFSET_TEXT.fullmatch(rest)
-        if not offset or int(offset[2]) > 15:
-            raise Undecided(f"timestamp offset {rest[:20]!r}")
-        minutes = int(offset[2]) * 60 + int(offset[3] or 0)
-        zone = dt.timezone(dt.timedelta(minutes=-minutes if offset[1] == "-" else minutes))
-    elif rest:
-        raise Undecided(f"timestamp text {text[:40]!r}")
-    micros = int((found[7] or "").ljust(6, "0"))
-    try:
-        stamp = dt.datetime(*(int(found[i]) for i in range(1, 7)), micros, tzinfo=zone)
-        return stamp.astimezone(UTC) if zone is not None else stamp
-    except (ValueError, OverflowError):  # out of range, or past year 1-9999 once in UTC
-        raise Undecided(f"timestamp {text[:40]!r}") from None
-
-
-def _binary(text: str) -> bytes:
-    found = BINARY_TEXT.fullmatch(text)
-    if not found:
-        raise Undecided("bytea text that is not \\x hex")
-    return bytes.fromhex(found[1])
-
-
-def _boolean(text: str) -> bool:
-    if text not in BOOLEAN_TEXT:
-        raise Undecided(f"boolean text {text[:20]!r}")
-    return BOOLEAN_TEXT[text]
-
-
-def caster(spark_type: str) -> Callable[[str], Any]:
-    """The function of one text to its value of spark_type, as decode.cast_text makes it
-    (raising Undecided where that is not certain, and where cast_text gives null)."""
-    if spark_type.startswith("array<"):
-        element = caster(spark_type[len("array<") : -1])
-
-        def array(text: str) -> list[Any]:
-            try:
-                items = pgarray.parse(text)
-            except pgarray.ArrayLiteralError as exc:
-                raise Undecided(str(exc)) from None
-            return [None if item is None else element(item) for item in items]
-
-        return array
-    decimal = DECIMAL_TYPE.fullmatch(spark_type)
-    if decimal:
-        precision, scale = int(decimal[1]), int(decimal[2])
-        return lambda text: _decimal(text, precision, scale)
-    if spark_type in INTEGER_RANGE:
-        bits = INTEGER_RANGE[spark_type]
-        return lambda text: _integer(text, bits)
-    casts: dict[str, Callable[[str], Any]] = {
-        "string": lambda text: text,
-        "float": _float,
-        "double": _double,
-        "boolean": _boolean,
-        "binary": _binary,
-        "date": _date,
-        "timestamp_ntz": lambda text: _timestamp(text, False),
-        "timestamp": lambda text: _timestamp(text, True),
-    }
-    if spark_type not in casts:
-        raise Undecided(f"no driver-side cast to {spark_type}")
-    return casts[spark_type]
-
-
-def cast(text: str | None, spark_type: str) -> Any:
-    """One text value as cdc.engines.spark.decode.cast_text casts it (None for None)."""
-    return None if text is None else caster(spark_type)(text)
-
-
-# per Spark type, the texts an Arrow cast reads as Spark's cast does (anchored, RE2): the
-# forms PostgreSQL writes; a column with any other text is cast value by value (``caster``)
-ARROW_TEXT = {
-    **dict.fromkeys(INTEGER_RANGE, f"^{INTEGER_TEXT.pattern}$"),
-    **dict.fromkeys(("float", "double"), f"^({FLOAT_TEXT.pattern})$"),
-    "boolean": r"^(true|false)$",
-    # years 0001-9999 (not 0000: Arrow reads year 0, Spark's cast nothing)
-    "date": r"^([0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"
-    r"-[0-9]{2}-[0-9]{2}$",
-    "timestamp_ntz": f"^{TIMESTAMP_TEXT.pattern}$",
-    # offsets as _timestamp takes them: hours up to 15, minutes, no seconds
-    "timestamp": f"^{TIMESTAMP_TEXT.pattern}" r"[+-](0[0-9]|1[0-5])(:[0-9]{2})?$",
-}
-# 0001-01-01 00:00:00 and 9999-12-31 23:59:59.999999, in microseconds from 1970
-FIRST_MICROS, LAST_MICROS = -62_135_596_800_000_000, 253_402_300_799_999_999
-DECIMAL_ARROW_TEXT = f"^{DECIMAL_TEXT.pattern}$"
-
-
-def cast_column(texts: pa.Array | pa.ChunkedArray, spark_type: str) -> pa.Array:
-    """A column of texts cast as ``cast`` casts each (nulls stay null), by one Arrow cast
-    when every text is in a form it reads as Spark does (``ARROW_TEXT``; Arrow refuses a
-    value out of range, a decimal with digits lost, an impossible date), else value by
-    value; Undecided as ``cast``."""
-    kind = arrow_type(spark_type)
-    if spark_type == "string":
-        return texts
-    pattern = (
-        DECIMAL_ARROW_TEXT if DECIMAL_TYPE.fullmatch(spark_type) else ARROW_TEXT.get(spark_type)
-    )
-    if (
-        pattern is not None
-        and pc.all(pc.match_substring_regex(texts, pattern)).as_py() is not False
-    ):
-        try:
-            typed = pc.cast(texts, kind)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise Undecided(f"{spark_type}: {exc}") from None
-        if spark_type in ("float", "double"):  # past the type's range: Arrow gives infinity
-            spelled = pc.ends_with(texts, "Infinity")
-            if pc.any(pc.and_(pc.is_inf(typed), pc.invert(spelled))).as_py():
-                raise Undecided(f"{spark_type}: a value beyond the type's range")
-        if spark_type in ("timestamp_ntz", "timestamp"):
-            # years 1-9999 (in UTC too), as ``cast``: delta-rs' statistics overflow beyond
-            micros = pc.min_max(typed.cast(pa.timestamp("us")).cast(pa.int64()))
-            if micros["min"].is_valid and not (
-                micros["min"].as_py() >= FIRST_MICROS and micros["max"].as_py() <= LAST_MICROS
-            ):
-                raise Undecided(f"{spark_type}: a value outside years 1-9999")
-        return typed
-    one = caster(spark_type)
-    return pa.array([None if t is None else one(t) for t in texts.to_pylist()], kind)
-
-
-def cast_rows(rows: pa.Table, columns: list[Column]) -> pa.Table | None:
-    """A table of text columns (named as columns) cast to their Spark types, as
-    cdc.pipeline.chunks.typed casts them; None when any value is undecided (the caller
-    casts in Spark then, which also quarantines what does not cast)."""
-    try:
-        return pa.table({c.name: cast_column(rows.column(c.name), c.spark_type) for c in columns})
-    except Undecided as why:
-        log.debug("cast by Spark: %s", why)
-        return None
 
 
 def _formats(ev_types: pa.Array | pa.ChunkedArray) -> list[formats.Format | None]:

@@ -1,12 +1,13 @@
 """Events to typed rows, in Spark: one DataFrame of decoded rows per table, one of bad events.
 
-Each event's format and op come from the format registry (cdc.formats), and so does its
-decoder: a Spark expression for a format decoded inside the JVM (json: ``from_json`` into a
-string map; urlenc: ``str_to_map`` and ``try_url_decode``), an Arrow UDF for one decoded in
-Python (sql: sqlglot). Every format ends as a map column -> text value, which is then cast
-to the column's Spark type (cdc.pg.pgtypes). ``present(i)`` says whether an event carries a
-column: all of them for a full-row format (json, urlenc; less ignored ones), the changed
-ones and the key for a sql UPDATE, the key for a sql DELETE.
+Each event's format and op come from the format registry (cdc.formats, rendered in Spark by
+cdc.engines.spark.formats), and so does its decoder: a Spark expression for a format decoded
+inside the JVM (json: ``from_json`` into a string map; urlenc: ``str_to_map`` and
+``try_url_decode``), an Arrow UDF for one decoded in Python (sql: sqlglot). Every format ends
+as a map column -> text value, which is then cast to the column's Spark type
+(cdc.pg.pgtypes) as its entry in cdc.casts says (``cast_text``). ``present(i)`` says
+whether an event carries a column: all of them for a full-row format (json, urlenc; less
+ignored ones), the changed ones and the key for a sql UPDATE, the key for a sql DELETE.
 
 A bad event goes to quarantine with the reason: unknown table, undecodable payload, a value
 that does not cast to its column's type, a missing key.
@@ -24,7 +25,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType
 
-from cdc import formats
+from cdc import casts, formats
+from cdc.engines.spark import formats as spark_formats
 from cdc.formats import Format
 from cdc.pg import pgarray
 from cdc.pg.pgtypes import Column
@@ -95,15 +97,15 @@ def with_op_and_map(events: DataFrame, batch_formats: Collection[str] = FORMATS)
     A TRUNCATE's kv is empty, and so is a RECREATED marker's; an event no format recognises
     has op null."""
     ev_type, fmt, op = F.col("ev_type"), F.col("fmt"), F.col("op")
-    typed = events.withColumn("fmt", formats.format_of(ev_type)).withColumn(
-        "op", formats.op_of(ev_type, fmt)
+    typed = events.withColumn("fmt", spark_formats.format_of(ev_type)).withColumn(
+        "op", spark_formats.op_of(ev_type, fmt)
     )
     chosen = [f for f in formats.FORMATS if f.name in batch_formats]
     resets = op.isin(*formats.RESET_OPS)
     kv = F.when(resets, F.create_map())
     for f in chosen:
         if f.jvm_map is not None:
-            kv = kv.when(fmt == f.name, f.jvm_map(F.col("ev_data")))
+            kv = kv.when(fmt == f.name, spark_formats.jvm_map(f.jvm_map, F.col("ev_data")))
     in_python = [f for f in chosen if f.python_map is not None]
     if not in_python:
         return typed.withColumn("kv", kv)
@@ -115,14 +117,6 @@ def with_op_and_map(events: DataFrame, batch_formats: Collection[str] = FORMATS)
         rows = typed.where((fmt == f.name) & ~resets)
         parts.append(rows.withColumn("kv", _python_udf(f)(op, F.col("ev_data"))))
     return reduce(DataFrame.unionByName, parts)
-
-
-# PostgreSQL's ISO output of dates and timestamps (DateStyle ISO; json's with a "T"): the
-# year has 4 digits or more, " BC" follows for years before 1. Spark's casts accept more
-# (anything after the date, so "0044-03-15 BC" would read as 44 AD): only this form is cast.
-DATE_TEXT = r"^-?\d{4,}-\d\d-\d\d$"
-TIMESTAMP_TEXT = r"^-?\d{4,}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?"
-OFFSET_TEXT = r"[+-]\d\d(:\d\d){0,2}$"
 
 
 def astronomical(raw: SparkColumn) -> SparkColumn:
@@ -151,34 +145,35 @@ def _cast_array(raw: SparkColumn, element: str) -> SparkColumn:
     return F.when(~failed, F.transform(pairs, lambda p: p["v"]))
 
 
+def _hex(raw: SparkColumn) -> SparkColumn:
+    """The bytes of a bytea's hex output (``\\x`` and two hex digits a byte)."""
+    prefix = casts.BINARY_PREFIX
+    return F.when(
+        raw.startswith(prefix),
+        F.try_to_binary(F.substring(raw, len(prefix) + 1, 1 << 30), F.lit("hex")),
+    )
+
+
+# per cdc.casts.SparkCast, the Spark function of a text (as rewritten) and its type
+SPARK_CASTS: dict[casts.SparkCast, Callable[[SparkColumn, str], SparkColumn]] = {
+    "as_is": lambda text, _: text,
+    "try_cast": lambda text, spark_type: text.try_cast(spark_type),
+    "try_to_timestamp": lambda text, _: F.try_to_timestamp(text),
+    "hex": lambda text, _: _hex(text),
+    "elements": lambda text, spark_type: _cast_array(text, casts.element_type(spark_type) or ""),
+}
+
+
 def cast_text(raw: SparkColumn, spark_type: str) -> SparkColumn:
-    """A PostgreSQL text value (as events carry it) cast to a Spark type; null when it does
-    not cast."""
-    if spark_type.startswith("array<"):
-        return _cast_array(raw, spark_type[len("array<") : -1])
-    if spark_type == "string":
-        return raw
-    if spark_type == "binary":
-        return F.when(
-            raw.startswith("\\x"), F.try_to_binary(F.substring(raw, 3, 1 << 30), F.lit("hex"))
-        )
-    if spark_type == "date":
-        text = astronomical(raw)
-        return F.when(text.rlike(DATE_TEXT), text.try_cast("date"))
-    if spark_type == "timestamp_ntz":
-        text = astronomical(raw)
-        return F.when(text.rlike(TIMESTAMP_TEXT + "$"), text.try_cast("timestamp_ntz"))
-    if spark_type == "timestamp":
-        # PostgreSQL writes the offset as +HH, +HH:MM or +HH:MM:SS
-        text = F.regexp_replace(astronomical(raw), r"([+-]\d\d)$", "$1:00")
-        return F.when(text.rlike(TIMESTAMP_TEXT + OFFSET_TEXT), F.try_to_timestamp(text))
-    return raw.try_cast(spark_type)
-
-
-
-
-
-
+    """A PostgreSQL text value (as events carry it) cast to a Spark type, as its entry in
+    cdc.casts says: BC years made astronomical, the text rewritten, cast where it matches
+    the entry's Spark forms; null when it does not cast."""
+    entry = casts.entry(spark_type)
+    text = astronomical(raw) if entry.bc else raw
+    if entry.spark_rewrite is not None:
+        text = F.regexp_replace(text, *entry.spark_rewrite)
+    typed = SPARK_CASTS[entry.spark](text, spark_type)
+    return typed if entry.spark_forms is None else F.when(text.rlike(entry.spark_forms), typed)
 
 
 def any_of(conditions: list[SparkColumn]) -> SparkColumn:
