@@ -21,6 +21,7 @@ wheel:
 
 lint:
 	.venv/bin/ruff check .
+	.venv/bin/lint-imports --no-cache
 	.venv/bin/ruff format --check cdc
 
 bench:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cdc.globs import is_pattern
 from cdc.globs import matches as glob_matches
-from cdc.targets import catalog
+from cdc.targets import catalog_names as catalog
 
 __all__ = [
     "TablePattern",

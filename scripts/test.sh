@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 .venv/bin/ruff check .
+# the layers as a contract (pyproject.toml, [tool.importlinter])
+.venv/bin/lint-imports --no-cache
 
 if [ -n "${CDC_TEST_DSN:-}" ]; then
     exec .venv/bin/pytest "$@"

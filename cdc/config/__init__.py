@@ -62,7 +62,7 @@ The package: ``model`` holds the values (``Pipeline``, ``Source``, ``TableMap``.
 defaults, ``load`` reads and checks the file, ``claims`` the targets kept beside the tables,
 ``spark_settings`` the ``[spark]`` section, ``arguments`` the --config and --dsn options.
 Callers import the names below from ``cdc.config``. It imports nothing of cdc.pipeline and
-of cdc.targets only what names a target (catalog, registry, table).
+of cdc.targets only what names a target (catalog_names, registry, table).
 """
 
 from cdc.config.arguments import add_config_argument, add_dsn_argument, dsns_of

@@ -6,7 +6,7 @@ target meets one claimed before. Targets are compared as they resolve
 
 from __future__ import annotations
 
-from cdc.targets import catalog
+from cdc.targets import catalog_names as catalog
 from cdc.targets.table import Clash, TargetClaims
 
 # the targets kept beside the quarantine, by the suffix of their names

@@ -43,9 +43,11 @@ __all__ = [
     "ENGINES",
     "SMALL_EVENTS",
     "SPARK",
+    "ChunkFacts",
     "PartFacts",
     "Route",
     "WriteFacts",
+    "chunk_route",
     "decode_route",
     "write_route",
 ]
@@ -153,3 +155,34 @@ def _spark_write_reason(facts: WriteFacts) -> str | None:
     if not facts.values_fit:
         return "a date or timestamp outside years 1-9999"
     return None
+
+
+@dataclass(frozen=True)
+class ChunkFacts:
+    """What is known of a snapshot chunk's targets before it is read (cdc.pipeline.snapshot_job)."""
+
+    local_master: bool
+    kinds_write_arrow: bool  # every target's kind has an Arrow write
+    targets_on_local_path: bool  # every target is on a local path (created or not)
+    targets_writable: bool  # delta-rs writes every existing target as Spark would
+    forced: str | None = None
+
+
+def chunk_route(facts: ChunkFacts) -> Route:
+    """The engine that casts and writes a snapshot chunk: the Arrow engine on a local master,
+    for targets delta-rs may write (each chunk an append, when the target holds no row in
+    the chunk's key range: else Spark MERGEs it, as it does a value the Arrow cast is
+    undecided about)."""
+    if facts.forced == SPARK:
+        return Route(SPARK, SPARK, "drain.engine = spark")
+    if not facts.kinds_write_arrow:
+        return Route(SPARK, SPARK, "a target kind writes with Spark only")
+    if not facts.targets_on_local_path:
+        return Route(SPARK, SPARK, "a target is not on a local path")
+    if not facts.targets_writable:
+        return Route(SPARK, SPARK, "delta-rs cannot write a target as Spark would")
+    if facts.forced == ARROW:
+        return Route(ARROW, ARROW, "drain.engine = arrow")
+    if not facts.local_master:
+        return Route(SPARK, SPARK, "a cluster master: the executors read and write chunks")
+    return Route(ARROW, ARROW, "local master, local targets")

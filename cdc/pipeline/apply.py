@@ -7,9 +7,10 @@ the failing marks (cdc.targets.failing.Cache: read once per run, again only when
 moved) and the touched tables' columns (``SourceColumns``: one query for all of them per
 batch, the full catalog read only for a table whose digest changed). Then each touched
 table, on a bounded pool of worker threads with a child Spark session each
-(cdc.pipeline.pool): the target follows the source's schema (cdc.targets.schema_drift), the
-table's events are decoded (cdc.engines.spark.decode) and written by the target's kind
-(cdc.targets.registry: mirror folds and MERGEs, history appends). Every write carries the
+(cdc.pipeline.pool): the target follows the source's schema (cdc.targets.schema_drift), and
+the table's part is decoded and written by the engines the route planner picks
+(cdc.pipeline.parts, cdc.engines.planner) through the target's kind (cdc.targets.registry:
+mirror folds and MERGEs, history appends). Every write carries the
 batch's commit identity (cdc.targets.table.Commit), its own per target, so a batch redone
 after a crash (with any subset of its targets committed) skips those it had committed; a
 target committed under the appId of versions without queue incarnations is recognised too
@@ -28,42 +29,32 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 
 import psycopg
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 
 from cdc import failures
 from cdc.config import Pipeline, TableMap
 from cdc.engines import planner
-from cdc.engines.arrow import decode as arrow_decode
 from cdc.engines.spark import decode as spark_decode
 from cdc.errors import CdcError
-from cdc.pg import pgtypes
 from cdc.pg import source as source_module
 from cdc.pg.queue import Batch
+from cdc.pipeline.parts import MATERIALIZE_SOURCE, Outcome, PartRunner, TablePart
 from cdc.pipeline.pool import SessionPool, in_session
+from cdc.pipeline.quarantined import failing_events, stray_reason
 from cdc.pipeline.reader import BatchEvents
-from cdc.rows import TableBatch, add_time
+from cdc.pipeline.source_columns import Found, SourceColumns
+from cdc.rows import add_time
 from cdc.spark import is_local
 from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
-from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 
 log = logging.getLogger("cdc.drain")
 
 WORKERS = 4  # tables applied at once (cdc drain --workers)
-# Where Spark writes a small part (cdc.engines.planner.SMALL_EVENTS), it takes the small-part
-# path: decoded without a cache, and MERGEd without Delta's copy of the source
-# (merge.materializeSource = none). Delta copies a source it cannot prove deterministic;
-# ours is (the fold of the batch's events decoded from the batch's Arrow rows: every read
-# gives the same rows, and Delta checks that its two reads counted the same), so the MERGE
-# writes the same values in the same commit as the large-part path, with a cache, a copy and
-# their Spark jobs fewer. Above it (or read by JDBC: a cached frame, which Delta refuses not
-# to copy) the decode cache and the copy are kept: they spare decoding and folding twice.
-MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
@@ -82,82 +73,6 @@ class BatchStats:
     read: str = ""  # how the batch was read: "copy", "spilled" (over the budget), "jdbc"
 
 
-@dataclass(frozen=True)
-class Found:
-    """A source table's columns and their fill, or why they could not be read."""
-
-    columns: list[pgtypes.Column] | None = None
-    fill: schema_drift.Fill | None = None
-    error: Exception | None = None
-
-    def get(self) -> tuple[list[pgtypes.Column], schema_drift.Fill]:
-        if self.error is not None:
-            raise self.error
-        assert self.columns is not None and self.fill is not None
-        return self.columns, self.fill
-
-
-class SourceColumns:
-    """The columns of source tables (pgtypes.keyed_columns) and their fill
-    (schema_drift.fill_of), kept between batches: each batch asks one query for the digests
-    of the tables it touches (pgtypes.fingerprints), and reads the catalog again only for a
-    table whose digest changed or that has none (it does not exist: the error is kept)."""
-
-    def __init__(self, conn: psycopg.Connection, queue: str | None) -> None:
-        self.conn = conn
-        self.queue = queue
-        self._known: dict[tuple[str, str], tuple[str, Found]] = {}
-
-    def lookup(self, names: list[tuple[str, str]]) -> dict[tuple[str, str], Found]:
-        digests = pgtypes.fingerprints(self.conn, names, self.queue)
-        found: dict[tuple[str, str], Found] = {}
-        for name in names:
-            digest = digests.get(name)
-            known = self._known.get(name)
-            if digest is not None and known is not None and known[0] == digest:
-                found[name] = known[1]
-                continue
-            self._known.pop(name, None)
-            try:
-                columns = pgtypes.keyed_columns(self.conn, *name, self.queue)
-                fill = schema_drift.fill_of(self.conn, *name)
-            except psycopg.OperationalError:
-                raise
-            except Exception as exc:  # classified by the table's task (cdc.failures)
-                found[name] = Found(error=exc)
-                continue
-            found[name] = Found(columns, fill)
-            if digest is not None:
-                # read after the digest: a change in between shows as a new digest next time
-                self._known[name] = (digest, found[name])
-        return found
-
-
-@dataclass
-class Outcome:
-    """What one table's task did."""
-
-    decoded: spark_decode.Decoded | None = None
-    bad: DataFrame | None = None  # its bad events (in the task's session), when any
-    failure: str | None = None  # why it cannot be applied (it becomes failing)
-    timings: dict[str, float] = field(default_factory=dict)
-    seconds: float | None = None
-    route: planner.Route | None = None  # the engines that decoded and wrote it, and why
-
-
-@dataclass(frozen=True)
-class TablePart:
-    """One table's part of a batch, ready to be decoded and written."""
-
-    table: TableMap
-    events: BatchEvents
-    columns: list[pgtypes.Column]  # as written (schema_drift.Drift.columns)
-    drift: schema_drift.Drift
-    ref: TableRef
-    commit: Commit
-    out: Outcome
-
-
 def worker_conf(spark: SparkSession) -> dict[str, str]:
     """Settings of the worker sessions: on a local master, Delta rebuilds a table's state
     from its log in as many tasks as there are cores (its default, 50, is for clusters: on
@@ -165,17 +80,6 @@ def worker_conf(spark: SparkSession) -> dict[str, str]:
     if spark.conf.get(SNAPSHOT_PARTITIONS, None) or not is_local(spark):
         return {}
     return {SNAPSHOT_PARTITIONS: str(max(1, spark.sparkContext.defaultParallelism))}
-
-
-def stray_reason(pipeline: Pipeline) -> Column:
-    """The quarantine's reason for an event of a table the pipeline does not replicate: why
-    the resolution refused it (a rule's table whose target is another's, cdc.pipeline.tables),
-    else that it is not in the configuration."""
-    reason = F.lit("table not in the configuration")
-    for r in pipeline.refused:
-        refused = F.lit(f"table refused by the configuration: {r.reason}")
-        reason = F.when(F.col("ev_extra1") == r.source, refused).otherwise(reason)
-    return reason
 
 
 class BatchApplier:
@@ -198,13 +102,13 @@ class BatchApplier:
         self.sources = SourceColumns(conn, pipeline.source.capture_queue)
         self.pool = SessionPool(spark, workers, worker_conf(spark))
         self._committed = 0  # tables committed in this batch (the stage "committed:<n>")
-        # the drain's own setting (spark-submit --conf), kept for big batches
-        self._materialize = spark.conf.get(MATERIALIZE_SOURCE, "auto") or "auto"
         self._count_lock = threading.Lock()
-        # on a local master the driver is where Spark works too: every batch read with COPY
-        # is decoded and written there when it can be (on a cluster, small ones only)
-        self._local = is_local(spark)
-        self.engine = pipeline.drain.engine  # the planner's choice, or one engine forced
+        self.parts = PartRunner(
+            local_master=is_local(spark),
+            # the drain's own setting (spark-submit --conf), kept for large parts
+            materialize=spark.conf.get(MATERIALIZE_SOURCE, "auto") or "auto",
+            engine=pipeline.drain.engine,  # the planner's choice, or one engine forced
+        )
 
     def close(self) -> None:
         self.pool.close()
@@ -306,7 +210,7 @@ class BatchApplier:
             elif out.bad is not None:
                 bad.append(in_session(out.bad, self.spark))
         try:
-            bad.extend(self._failing_events(events, marks, newly))
+            bad.extend(failing_events(self.pipeline, events, marks, newly))
             failing.mark(self.spark, *self._target(self.pipeline.failing_table, batch), newly)
             started = time.monotonic()
             stats.quarantined = self._quarantine(batch, bad)
@@ -314,33 +218,6 @@ class BatchApplier:
         finally:
             for done in decoded_tables:
                 done.release()
-
-    def _failing_events(
-        self,
-        events: BatchEvents,
-        marks: dict[str, failing.Mark],
-        newly: dict[str, tuple[str, str]],
-    ) -> list[DataFrame]:
-        """The batch's events of the sources with a failing target, once per source, with the
-        reasons."""
-        reasons: dict[str, list[str]] = {}
-        for table in self.pipeline.tables:
-            if table.target in newly:
-                why = f"target {table.target} cannot be applied: {newly[table.target][1]}"
-            elif table.target in marks:
-                mark = marks[table.target]
-                why = (
-                    f"target {table.target} is failing since tick {mark.tick_id}"
-                    f" ({mark.reason}): `cdc resync {table.source}` recovers it"
-                )
-            else:
-                continue
-            reasons.setdefault(table.source, []).append(why)
-        return [
-            events.tables[source].withColumn("reason", F.lit("; ".join(why)))
-            for source, why in reasons.items()
-            if source in events.tables
-        ]
 
     def _apply_table(
         self,
@@ -367,12 +244,7 @@ class BatchApplier:
             # are written
             drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
             columns = drift.columns
-            part = TablePart(table, events, columns, drift, ref, commit, out)
-            route = planner.decode_route(self._facts(part, kind))
-            if route.decode == planner.ARROW:
-                route = self._on_driver(part, route)
-            if route.decode == planner.SPARK:
-                self._in_spark(part, route, spark)
+            self.parts.run(TablePart(table, events, columns, drift, ref, commit, out), spark)
         except Exception as exc:
             failure = failures.classify(exc, self.pipeline.target_path)
             if failure.kind != failures.TABLE:
@@ -388,71 +260,6 @@ class BatchApplier:
             committed = self._committed
         stage(f"committed:{committed}")
         return out
-
-    def _facts(self, part: TablePart, kind: TargetKind) -> planner.PartFacts:
-        """What the planner is told of a part before it is decoded."""
-        source = part.table.source
-        return planner.PartFacts(
-            events=part.events.counts.get(source, 0),
-            held_on_driver=part.events.on_driver and source in part.events.arrow,
-            local_master=self._local,
-            kind_writes_arrow=kind.writes_on_driver,
-            default_merge_source=self._materialize == "auto",
-            forced=self.engine,
-        )
-
-    def _on_driver(self, part: TablePart, route: planner.Route) -> planner.Route:
-        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and, where the
-        planner lets it, written by it (the kind's apply_on_driver); the route it took: Spark
-        decodes and writes it when the Arrow decoder is undecided or the target cannot be
-        written from the driver."""
-        raw = part.events.arrow[part.table.source]
-        kind = registry.kind(part.table.mode)
-        started = time.monotonic()
-        rows = arrow_decode.decode(raw, part.columns, part.drift)
-        started = add_time(part.out.timings, "decode", started)
-        if rows is None:
-            return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
-        route = route.decoded_by(planner.ARROW, route.why)
-        commit = replace(part.commit, metadata=route.metadata())
-        write = partial(kind.apply_on_driver, part.ref, commit, rows, part.columns)
-        # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
-        done = delta_table.retry_conflicts(write, f"table {part.table.target}")
-        add_time(part.out.timings, "fold+merge", started)
-        if not done:
-            return route.decoded_by(planner.SPARK, "delta-rs cannot write the target as Spark")
-        part.out.route = route
-        return route
-
-    def _in_spark(self, part: TablePart, route: planner.Route, spark: SparkSession) -> None:
-        """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept
-        for the quarantine) and written by its kind (a small part may be written by delta-rs:
-        Mirror.apply asks the planner)."""
-        started = time.monotonic()
-        told = self._facts(part, registry.kind(part.table.mode))
-        small = told.small and told.held_on_driver and told.default_merge_source
-        out, columns = part.out, part.columns
-        frame = in_session(part.events.tables[part.table.source], spark)
-        out.decoded = spark_decode.decode_table(
-            frame, columns, part.events.formats[part.table.source], part.drift, cache=not small
-        )
-        facts = out.decoded.facts(columns)  # decodes, into the cache
-        add_time(out.timings, "decode", started)
-        rows = TableBatch(
-            out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small,
-            route=route, forced=self.engine,
-        )  # fmt: skip
-        spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self._materialize)
-        kind = registry.kind(part.table.mode)
-        commit = replace(part.commit, metadata=route.metadata())
-        write = partial(kind.apply, spark, part.ref, commit, rows)
-        delta_table.retry_conflicts(write, f"table {part.table.target}")
-        out.route = rows.route  # the kind's write may have taken delta-rs (a small part)
-        if facts.bad:
-            out.bad = out.decoded.bad
-            if facts.recreated_at is not None and kind.holds_rows:
-                # a dropped table's events, which the marker of its successor empties away
-                out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)
 
     def _quarantine(self, batch: Batch, bad: list[DataFrame]) -> int:
         if not bad:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Callable
 from functools import cached_property
 
 import psycopg
@@ -26,6 +25,7 @@ from pyspark.sql import functions as F
 
 from cdc import failures
 from cdc.config import Pipeline, TableMap
+from cdc.engines import planner
 from cdc.engines.arrow import decode as arrow_decode
 from cdc.engines.arrow import write as driver_writes
 from cdc.errors import ConfigError
@@ -35,7 +35,7 @@ from cdc.pipeline import chunks
 from cdc.pipeline.chunks import ChunkPlan
 from cdc.spark import is_local
 from cdc.targets import delta_table, quarantine, registry, snapshots
-from cdc.targets.mirror import Mirror
+from cdc.targets.kind import TargetKind
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
 
@@ -88,7 +88,8 @@ class Job:
         self.states = states
         self.chunk_rows, self.partitions = chunk_rows, partitions
         self.jdbc_min_rows = JDBC_MIN_ROWS
-        self.on_driver = is_local(spark)  # chunks cast and written on the driver
+        self.on_driver = is_local(spark)  # the planner's local_master
+        self.engine = pipeline.drain.engine  # the planner's choice, or one engine forced
         self.estimate: int | None = None
         self.quarantined = 0
 
@@ -151,7 +152,7 @@ class Job:
     ) -> tuple[ChunkPlan, int]:
         """Reads the chunk after the key and writes it to every target: its plan, and the
         rows read."""
-        if self.on_driver and self._on_driver(reader.columns):
+        if self._route(reader.columns).write == planner.ARROW:
             # COPY into Arrow, cast and appended on the driver where that is exact
             plan, data = reader.read_next_arrow(after, self.chunk_rows)
             written = self._write_on_driver(data, reader.columns)
@@ -169,19 +170,25 @@ class Job:
                 raw = reader.read_copy(self.spark, after, plan)
         return plan, self._write(chunks.typed(raw, reader.columns), reader.columns)
 
-    def _on_driver(self, columns: list[pgtypes.Column]) -> bool:
-        """Whether the chunk may be written from the driver: every target a local mirror
-        whose log delta-rs may write (cdc.engines.arrow.write; an existing target, or one
-        to be created, which Spark creates without deletion vectors)."""
+    def _route(self, columns: list[pgtypes.Column]) -> planner.Route:
+        """The route planner's engine for the table's chunks (every target a local target
+        whose log delta-rs may write: an existing target, or one to be created, which Spark
+        creates without deletion vectors)."""
+        kinds, local, writable = True, True, True
         for target in self.targets:
             ref, kind = self.pipeline.table(target.target), registry.kind(target.mode)
-            if not isinstance(kind, Mirror) or not delta_table.local_path(ref):
-                return False
-            local = delta_table.LocalTable.open_local(ref)
+            kinds = kinds and kind.writes_on_driver
+            local = local and delta_table.local_path(ref) is not None
+            if not (kinds and local):
+                break
+            table = delta_table.LocalTable.open_local(ref)
             schema = kind.columns(columns)
-            if local is not None and not driver_writes.writable(local, schema, columns, True):
-                return False
-        return True
+            if table is not None and not driver_writes.writable(table, schema, columns, True):
+                writable = False
+        facts = planner.ChunkFacts(self.on_driver, kinds, local, writable, self.engine)
+        route = planner.chunk_route(facts)
+        log.debug("snapshot of %s: %s", self.source, route)
+        return route
 
     def _write_on_driver(self, data: pa.Table | None, columns: list[pgtypes.Column]) -> int | None:
         """Writes a chunk's rows cast on the driver (cdc.engines.arrow.decode.cast_rows)
@@ -197,10 +204,9 @@ class Job:
         stage("read")
         for target in self.targets:
             kind = registry.kind(target.mode)
-            assert isinstance(kind, Mirror)
             ref = self.pipeline.table(target.target)
 
-            def write(kind: Mirror = kind, ref: TableRef = ref) -> bool:
+            def write(kind: TargetKind = kind, ref: TableRef = ref) -> bool:
                 return kind.upsert_on_driver(self.spark, ref, typed, columns)
 
             if not delta_table.retry_conflicts(write, f"snapshot of {target.target}"):
@@ -217,13 +223,10 @@ class Job:
             good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
             for target in self.targets:
                 kind = registry.kind(target.mode)
-                upsert = getattr(kind, "upsert", None)
-                if upsert is None:
-                    raise ConfigError(f"a {target.mode} target is not loaded from a snapshot")
                 ref = self.pipeline.table(target.target)
 
-                def write(upsert: Callable = upsert, ref: TableRef = ref) -> None:
-                    upsert(self.spark, ref, good, columns)
+                def write(kind: TargetKind = kind, ref: TableRef = ref) -> None:
+                    kind.upsert(self.spark, ref, good, columns)
 
                 # an OPTIMIZE (cdc maintain) may commit meanwhile: the MERGE is idempotent
                 delta_table.retry_conflicts(write, f"snapshot of {target.target}")

@@ -9,7 +9,8 @@ Its lifecycle, per target table:
 - ``apply``: one batch's decoded rows (cdc.rows), written in one commit marked
   with the batch's Commit, so that a rerun after a crash writes nothing twice;
   ``apply_on_driver`` the same for a batch decoded on the driver, where the kind can;
-- ``load``: the initial copy from a snapshot of the source (kinds that hold rows);
+- ``load``, ``upsert`` (``upsert_on_driver`` for the Arrow engine): the initial copy from a
+  snapshot of the source, whole or by chunks (kinds that hold rows);
 - ``zorder_by_key``: whether maintenance (cdc.ops.maintain) orders the target's files by the
   source's first key column.
 
@@ -34,13 +35,14 @@ if TYPE_CHECKING:
 __all__ = ["TargetKind"]
 
 
-
-
 class TargetKind:
     """A target kind; the registry makes one per mode (see the module docstring)."""
 
+    # What the kind needs of the engines (cdc.engines.planner reads these, no kind is
+    # special-cased by name or class):
     zorder_by_key = False  # maintenance orders the files by the first key column
-    # apply_on_driver may write (else the drain does not decode on the driver for this kind)
+    # the Arrow engine may write it (apply_on_driver, upsert_on_driver); else the planner
+    # gives every part of its targets to Spark
     writes_on_driver = False
 
     def __init__(self, mode: Mode) -> None:
@@ -84,3 +86,19 @@ class TargetKind:
     ) -> None:
         """Replaces the target's rows with a snapshot's (columns named as the source's)."""
         raise NotImplementedError(f"a {self.mode.name} target is not loaded from a snapshot")
+
+    def upsert(
+        self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
+    ) -> None:
+        """Writes a snapshot chunk's rows (columns named as the source's) as whole rows: a
+        key the target holds gets the row, a key it lacks is inserted, nothing is deleted
+        (kinds that hold rows, cdc.pipeline.snapshot_job)."""
+        raise NotImplementedError(f"a {self.mode.name} target is not loaded from a snapshot")
+
+    def upsert_on_driver(
+        self, spark: SparkSession, ref: TableRef, rows: pa.Table, columns: list[Column]
+    ) -> bool:
+        """``upsert`` of rows cast by the Arrow engine (cdc.engines.arrow.decode.cast_rows)
+        without Spark; False when this kind or this target cannot (then ``upsert`` writes
+        them)."""
+        return False

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdc.targets import catalog
+from cdc.targets import catalog_names as catalog
 
 if TYPE_CHECKING:
     from cdc.config import Source

@@ -106,3 +106,23 @@ def test_the_route_is_recorded_as_json_and_read_as_text() -> None:
     }
     assert str(route) == "spark+arrow (small part)"
     assert str(Route(ARROW, ARROW, "x")) == "arrow (x)"
+
+
+def test_snapshot_chunks_go_to_arrow_only_on_a_local_master_with_local_targets() -> None:
+    """The snapshot's chunks are cast and appended by Arrow on a local master for local
+    targets delta-rs writes; any other fact sends them to Spark, with the reason."""
+    facts = planner.ChunkFacts(
+        local_master=True, kinds_write_arrow=True, targets_on_local_path=True,
+        targets_writable=True,
+    )  # fmt: skip
+    assert planner.chunk_route(facts).write == ARROW
+    for change, why in [
+        ({"local_master": False}, "cluster"),
+        ({"kinds_write_arrow": False}, "Spark only"),
+        ({"targets_on_local_path": False}, "local path"),
+        ({"targets_writable": False}, "cannot write"),
+        ({"forced": SPARK}, "drain.engine"),
+    ]:
+        route = planner.chunk_route(replace(facts, **change))
+        assert route.write == SPARK and why in route.why, (change, route)
+    assert planner.chunk_route(replace(facts, local_master=False, forced=ARROW)).write == ARROW

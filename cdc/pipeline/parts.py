@@ -1,0 +1,152 @@
+"""One table's part of a batch: planned (cdc.engines.planner), decoded and written by the
+engines the plan names, its route recorded.
+
+``PartRunner.run`` takes a part whose target already follows the source's schema: the
+planner's first step picks the decoding engine; the Arrow engine decodes on the driver
+(cdc.engines.arrow.decode) and the kind writes the rows with delta-rs (its
+``apply_on_driver``) where the planner's second step lets it; otherwise Spark decodes
+(cdc.engines.spark.decode, bad events kept for the quarantine) and the kind writes (its
+``apply``, which may still hand a small part's folded rows to delta-rs). Both the drain
+(cdc.pipeline.apply) and the quarantine's replay (cdc.pipeline.replay) run parts this way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc.config import TableMap
+from cdc.engines import planner
+from cdc.engines.arrow import decode as arrow_decode
+from cdc.engines.spark import decode as spark_decode
+from cdc.pg import pgtypes
+from cdc.pipeline.pool import in_session
+from cdc.pipeline.reader import BatchEvents
+from cdc.rows import TableBatch, add_time
+from cdc.targets import delta_table, registry, schema_drift
+from cdc.targets.kind import TargetKind
+from cdc.targets.table import Commit, TableRef
+
+__all__ = ["MATERIALIZE_SOURCE", "Outcome", "PartRunner", "TablePart"]
+
+# Where Spark writes a small part (cdc.engines.planner.SMALL_EVENTS), it takes the small-part
+# path: decoded without a cache, and MERGEd without Delta's copy of the source
+# (merge.materializeSource = none). Delta copies a source it cannot prove deterministic;
+# ours is (the fold of the batch's events decoded from the batch's Arrow rows: every read
+# gives the same rows, and Delta checks that its two reads counted the same), so the MERGE
+# writes the same values in the same commit as the large-part path, with a cache, a copy and
+# their Spark jobs fewer. Above it (or read by JDBC: a cached frame, which Delta refuses not
+# to copy) the decode cache and the copy are kept: they spare decoding and folding twice.
+MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+
+
+@dataclass
+class Outcome:
+    """What one table's task did."""
+
+    decoded: spark_decode.Decoded | None = None
+    bad: DataFrame | None = None  # its bad events (in the task's session), when any
+    failure: str | None = None  # why it cannot be applied (it becomes failing)
+    timings: dict[str, float] = field(default_factory=dict)
+    seconds: float | None = None
+    route: planner.Route | None = None  # the engines that decoded and wrote it, and why
+
+
+@dataclass(frozen=True)
+class TablePart:
+    """One table's part of a batch, ready to be decoded and written."""
+
+    table: TableMap
+    events: BatchEvents
+    columns: list[pgtypes.Column]  # as written (schema_drift.Drift.columns)
+    drift: schema_drift.Drift
+    ref: TableRef
+    commit: Commit
+    out: Outcome
+
+
+@dataclass(frozen=True)
+class PartRunner:
+    """Runs table parts with the drain's settings (see the module docstring)."""
+
+    local_master: bool  # Spark's master is local
+    materialize: str  # the drain's own merge.materializeSource ("auto" unless submitted)
+    engine: str | None  # drain.engine: None lets the planner choose
+
+    def run(self, part: TablePart, spark: SparkSession) -> None:
+        """Decodes and writes the part by the planned engines; part.out gets the route."""
+        kind = registry.kind(part.table.mode)
+        route = planner.decode_route(self.facts(part, kind))
+        if route.decode == planner.ARROW:
+            route = self.on_driver(part, route)
+        if route.decode == planner.SPARK:
+            self.in_spark(part, route, spark)
+
+    def facts(self, part: TablePart, kind: TargetKind) -> planner.PartFacts:
+        """What the planner is told of a part before it is decoded."""
+        source = part.table.source
+        return planner.PartFacts(
+            events=part.events.counts.get(source, 0),
+            held_on_driver=part.events.on_driver and source in part.events.arrow,
+            local_master=self.local_master,
+            kind_writes_arrow=kind.writes_on_driver,
+            default_merge_source=self.materialize == "auto",
+            forced=self.engine,
+        )
+
+    def on_driver(self, part: TablePart, route: planner.Route) -> planner.Route:
+        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and, where the
+        planner lets it, written by it (the kind's apply_on_driver); the route it took: Spark
+        decodes and writes it when the Arrow decoder is undecided or the target cannot be
+        written from the driver."""
+        raw = part.events.arrow[part.table.source]
+        kind = registry.kind(part.table.mode)
+        started = time.monotonic()
+        rows = arrow_decode.decode(raw, part.columns, part.drift)
+        started = add_time(part.out.timings, "decode", started)
+        if rows is None:
+            return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
+        route = route.decoded_by(planner.ARROW, route.why)
+        commit = replace(part.commit, metadata=route.metadata())
+        write = partial(kind.apply_on_driver, part.ref, commit, rows, part.columns)
+        # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
+        done = delta_table.retry_conflicts(write, f"table {part.table.target}")
+        add_time(part.out.timings, "fold+merge", started)
+        if not done:
+            return route.decoded_by(planner.SPARK, "delta-rs cannot write the target as Spark")
+        part.out.route = route
+        return route
+
+    def in_spark(self, part: TablePart, route: planner.Route, spark: SparkSession) -> None:
+        """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept
+        for the quarantine) and written by its kind (a small part may be written by delta-rs:
+        Mirror.apply asks the planner)."""
+        started = time.monotonic()
+        told = self.facts(part, registry.kind(part.table.mode))
+        small = told.small and told.held_on_driver and told.default_merge_source
+        out, columns = part.out, part.columns
+        frame = in_session(part.events.tables[part.table.source], spark)
+        out.decoded = spark_decode.decode_table(
+            frame, columns, part.events.formats[part.table.source], part.drift, cache=not small
+        )
+        facts = out.decoded.facts(columns)  # decodes, into the cache
+        add_time(out.timings, "decode", started)
+        rows = TableBatch(
+            out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small,
+            route=route, forced=self.engine,
+        )  # fmt: skip
+        spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self.materialize)
+        kind = registry.kind(part.table.mode)
+        commit = replace(part.commit, metadata=route.metadata())
+        write = partial(kind.apply, spark, part.ref, commit, rows)
+        delta_table.retry_conflicts(write, f"table {part.table.target}")
+        out.route = rows.route  # the kind's write may have taken delta-rs (a small part)
+        if facts.bad:
+            out.bad = out.decoded.bad
+            if facts.recreated_at is not None and kind.holds_rows:
+                # a dropped table's events, which the marker of its successor empties away
+                out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)
