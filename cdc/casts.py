@@ -18,6 +18,9 @@ and quarantines what does not cast), so both renderings read the same entry:
   year 1 - N (cdc.engines.spark.decode.astronomical); the forms never hold it (the driver
   leaves such a value to Spark);
 - ``arrow``: how the driver casts a column whose texts are all in the forms (``ARROW_CASTS``);
+- ``arrow_json``: the JSON value pyarrow's JSON reader reads straight into the type's Arrow
+  type, giving for each text in the forms the value the ``arrow`` cast gives (``ARROW_JSON``);
+  None: a JSON value of the type is read as text, then cast;
 - ``spark``: the Spark function that casts (``SPARK_CASTS``), after ``spark_rewrite`` (a
   regexp_replace of the text), and only where the text matches ``spark_forms`` (a Java
   regular expression, None: Spark's cast alone decides). Spark accepts more than the forms
@@ -40,6 +43,7 @@ from cdc.pg.pgtypes import DECIMAL_TYPE
 
 __all__ = [
     "ARROW_CASTS",
+    "ARROW_JSON",
     "CASTS",
     "CHECKS",
     "INTEGER_BITS",
@@ -52,6 +56,7 @@ __all__ = [
 ]
 
 ArrowCast = Literal["as_is", "cast", "starts_with_t", "per_value", "none"]
+ArrowJson = Literal["number", "boolean", "string"]
 SparkCast = Literal["as_is", "try_cast", "try_to_timestamp", "hex", "elements"]
 Check = Literal["bits", "finite", "float4", "digits", "calendar", "utc_years"]
 
@@ -61,6 +66,14 @@ ARROW_CASTS: dict[ArrowCast, str] = {
     "starts_with_t": "true where the text starts with t (t, true), false elsewhere (f, false)",
     "per_value": "no Arrow kernel: the one-value Python cast, value by value",
     "none": "no driver-side cast: every value is left to Spark",
+}
+# pyarrow's JSON reader reads no date32 and no float from a JSON string; it reads a timestamp
+# without an offset into timestamp[us, UTC] as UTC (the forms hold none) and "1e3" as a
+# decimal (nor that): what it reads outside the forms does not matter, the forms decide
+ARROW_JSON: dict[ArrowJson, str] = {
+    "number": "a JSON integer (it refuses one past the type's bits, as the cast does)",
+    "boolean": "true or false",
+    "string": "a JSON string of a text in the forms, without an escape",
 }
 SPARK_CASTS: dict[SparkCast, str] = {
     "as_is": "the text itself",
@@ -120,16 +133,24 @@ class Cast:
     bc: bool = False
     spark_forms: str | None = None
     spark_rewrite: tuple[str, str] | None = None  # (pattern, replacement), Java's syntax
+    arrow_json: ArrowJson | None = None
 
 
 CASTS: dict[str, Cast] = {
     cast.family: cast
     for cast in (
-        Cast("integer", r"^-?[0-9]+$", "cast", "try_cast", ("bits",)),
+        Cast("integer", r"^-?[0-9]+$", "cast", "try_cast", ("bits",), arrow_json="number"),
         Cast("float", FLOAT_FORMS, "cast", "try_cast", ("finite", "float4")),
         Cast("double", FLOAT_FORMS, "cast", "try_cast", ("finite",)),
-        Cast("decimal", r"^-?([0-9]+)(?:\.([0-9]+))?$", "cast", "try_cast", ("digits",)),
-        Cast("boolean", r"^(t|true|f|false)$", "starts_with_t", "try_cast"),
+        Cast(
+            "decimal",
+            r"^-?([0-9]+)(?:\.([0-9]+))?$",
+            "cast",
+            "try_cast",
+            ("digits",),
+            arrow_json="string",
+        ),
+        Cast("boolean", r"^(t|true|f|false)$", "starts_with_t", "try_cast", arrow_json="boolean"),
         Cast("string", None, "as_is", "as_is"),
         Cast("binary", BINARY_FORMS, "per_value", "hex"),
         Cast(
@@ -149,6 +170,7 @@ CASTS: dict[str, Cast] = {
             ("calendar",),
             bc=True,
             spark_forms=SPARK_STAMP + "$",
+            arrow_json="string",
         ),
         Cast(
             "timestamp",
@@ -160,6 +182,7 @@ CASTS: dict[str, Cast] = {
             spark_forms=SPARK_STAMP + SPARK_OFFSET,
             # Spark reads +HH:MM, PostgreSQL writes a whole hour as +HH
             spark_rewrite=(r"([+-]\d\d)$", "$1:00"),
+            arrow_json="string",
         ),
         # one-dimensional, lower bound 1 (cdc.pg.pgarray), each element in its own forms
         Cast("array", None, "per_value", "elements"),

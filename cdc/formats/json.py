@@ -11,9 +11,12 @@ text.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from cdc import casts
 from cdc.formats.spec import (
     Format,
     JsonObject,
@@ -106,24 +109,63 @@ ESCAPE = (
     r"|\\u(?:[1-9A-Ca-cEeFf][0-9A-Fa-f]{3}|[Dd][0-7][0-9A-Fa-f]{2}|0[1-9A-Fa-f][0-9A-Fa-f]{2}"
     r"|00[1-9A-Fa-f][0-9A-Fa-f]|000[1-9A-Fa-f])"
 )
-VALUE = rf'"(?:[^"\\\x00-\x1f]|{ESCAPE})*"|-?[1-9][0-9]{{0,17}}|0|true|false|null'
+INTEGER = r"-?[1-9][0-9]{0,17}|0"
+VALUE = rf'"(?:[^"\\\x00-\x1f]|{ESCAPE})*"|{INTEGER}|true|false|null'
 SAMPLE = 100  # events whose values say each column's JSON type (Arrow's reader needs one)
 
 
 def driver_shape(ev_data: str) -> Shape | None:
     """The Shape of the JSON objects with this one's names, in its order and spelling (as
     json.dumps spells them, as the trigger does: other spellings do not match, and are
-    decoded one by one), no space between the tokens."""
+    decoded one by one), no space between the tokens; each value any of ``VALUE``, read
+    as text. Its ``typed`` gives the same shape with typed values."""
     try:
         names = tuple(_utf8(name) for name in _object(ev_data))
     except Undecided:
         return None
+    return _shape(names, (None,) * len(names))
+
+
+def _shape(names: tuple[str, ...], types: tuple[str | None, ...]) -> Shape:
+    """The shape of these names, each value of the JSON form of its type (``_typed_value``)
+    where it has one, else any of VALUE."""
     pairs = [
-        re2_literal(json.dumps(name, ensure_ascii=False)) + f":(?P<g{k}>{VALUE})"
-        for k, name in enumerate(names)
+        re2_literal(json.dumps(name, ensure_ascii=False))
+        + f":(?P<g{k}>{VALUE if kind is None else 'null|' + _typed_value(kind)})"
+        for k, (name, kind) in enumerate(zip(names, types, strict=True))
     ]
     pattern = "^\\{" + ",".join(pairs) + "\\}$"
-    return Shape(pattern, names, partial(_read, pattern, names))
+    if any(types):
+        return Shape(pattern, names, partial(_read_typed, names, types), types)
+    return Shape(pattern, names, partial(_read, pattern, names), typed=partial(_typed, names))
+
+
+def _typed(names: tuple[str, ...], spark_types: Mapping[str, str]) -> Shape | None:
+    """Shape.typed: the shape whose columns of a type that pyarrow's JSON reader reads
+    straight (cdc.casts' ``arrow_json``) hold only the JSON form of that type's forms (and
+    null); None when no column has such a type."""
+    found = spark_types.get
+    types = tuple(
+        kind if kind is not None and casts.entry(kind).arrow_json else None
+        for kind in map(found, names)
+    )
+    return _shape(names, types) if any(types) else None
+
+
+def _typed_value(spark_type: str) -> str:
+    """The JSON values of spark_type that pyarrow's JSON reader reads into the value the
+    Arrow cast makes of their text (cdc.casts.ARROW_JSON): an integer as VALUE holds it (no
+    leading zero, no -0: each has a form of the integer forms), true or false, or a string
+    of a text in the type's forms (no escape: the forms hold no backslash, no quote), their
+    groups made non-capturing."""
+    kind = casts.entry(spark_type).arrow_json
+    if kind == "number":
+        return INTEGER
+    if kind == "boolean":
+        return "true|false"
+    forms = casts.forms(spark_type)
+    assert kind == "string" and forms is not None and forms[0] == "^" and forms[-1] == "$"
+    return '"' + re.sub(r"\((?!\?)", "(?:", forms[1:-1]) + '"'
 
 
 def _read(
@@ -135,25 +177,66 @@ def _read(
     them. Where a value is of another type, the columns are read from the pattern's capture
     groups instead."""
     import pyarrow as pa
-    import pyarrow.json as pj
+
+    try:
+        table = _read_json(ev_data, names, _sampled(ev_data, names))
+    except (pa.ArrowInvalid, OverflowError):
+        return captured(ev_data, pattern, len(names), texts)
+    return [table.column(name).combine_chunks().cast(pa.string()) for name in names]
+
+
+def _read_typed(
+    names: tuple[str, ...], types: tuple[str | None, ...], ev_data: pa.Array | pa.ChunkedArray
+) -> list[pa.Array]:
+    """Shape.read of a typed shape: the columns with a type read straight into its Arrow type
+    (cdc.pg.pgtypes.arrow_type), the others as ``_read`` reads them, as text; Undecided
+    where the reader refuses a value (an integer past its type's bits, 30 February: the
+    untyped shape's texts, cast, decide then)."""
+    import pyarrow as pa
+
+    from cdc.pg.pgtypes import arrow_type
+
+    kinds = _sampled(ev_data, names)
+    kinds.update({name: arrow_type(t) for name, t in zip(names, types, strict=True) if t})
+    try:
+        table = _read_json(ev_data, names, kinds)
+    except (pa.ArrowInvalid, OverflowError) as exc:
+        raise Undecided(f"pyarrow's JSON reader: {exc}") from None
+    return [
+        table.column(name).combine_chunks().cast(pa.string() if t is None else kinds[name])
+        for name, t in zip(names, types, strict=True)
+    ]
+
+
+def _sampled(ev_data: pa.Array | pa.ChunkedArray, names: tuple[str, ...]) -> dict[str, Any]:
+    """Each name's Arrow type as the reader would read it, from its first non-null value in
+    the first SAMPLE events (a string where all are null)."""
+    import pyarrow as pa
 
     kinds: dict[str, pa.DataType] = {}
     for text in ev_data[:SAMPLE].to_pylist():
         for name, found in json.loads(text).items():
             if found is not None and name not in kinds:
                 kinds[name] = _arrow_type(found)
-    schema = pa.schema([(name, kinds.get(name, pa.string())) for name in names])
+    return {name: kinds.get(name, pa.string()) for name in names}
+
+
+def _read_json(
+    ev_data: pa.Array | pa.ChunkedArray, names: tuple[str, ...], kinds: dict[str, Any]
+) -> pa.Table:
+    """The objects, one per line, read by Arrow's JSON reader into these types, in one block
+    (no thread of its own: the drain decodes tables at once)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    schema = pa.schema([(name, kinds[name]) for name in names])
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    try:
-        lines = _lines(ev_data)
-        table = pj.read_json(
-            pa.BufferReader(lines),
-            read_options=pj.ReadOptions(use_threads=False, block_size=max(len(lines), 1)),
-            parse_options=options,
-        )
-    except (pa.ArrowInvalid, OverflowError):
-        return captured(ev_data, pattern, len(names), texts)
-    return [table.column(name).combine_chunks().cast(pa.string()) for name in names]
+    lines = _lines(ev_data)
+    return pj.read_json(
+        pa.BufferReader(lines),
+        read_options=pj.ReadOptions(use_threads=False, block_size=max(len(lines), 1)),
+        parse_options=options,
+    )
 
 
 def _arrow_type(found: object) -> pa.DataType:

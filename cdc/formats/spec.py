@@ -32,7 +32,7 @@ One ``Format`` per module (``json.py``, ``urlenc.py``, ``sql.py``), listed in on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -149,11 +149,21 @@ class Shape:
     this shape, with one capture group ``g<k>`` per column of ``names`` (in order); ``read``
     turns texts the pattern matches into one column of texts per name (null for NULL), as
     the format's ``driver_map`` gives them, raising ``Undecided`` where it cannot be
-    sure."""
+    sure.
+
+    A typed shape reads some columns straight into their type: ``types`` holds per name
+    its Spark type where ``read`` gives the column in that type's Arrow type (the pattern
+    then admits only values in that type's forms, each read into the value the Arrow cast
+    of its text makes), None where it gives texts; its ``read`` raises ``Undecided`` where
+    the reader refuses a value (the untyped shape, whose pattern matches every text the
+    typed one matches, decides then). ``typed`` makes the typed shape of an untyped one
+    from the columns' Spark types (None: it has none)."""
 
     pattern: str
     names: tuple[str, ...]
     read: Callable[[ArrowStrings], list[pa.Array]]
+    types: tuple[str | None, ...] = ()
+    typed: Callable[[Mapping[str, str]], Shape | None] | None = None
 
 
 def captured(

@@ -28,7 +28,7 @@ from cdc.formats.spec import Undecided
 from cdc.pg import pgarray, pgtypes
 from cdc.pg.pgtypes import DECIMAL_TYPE, Column
 
-__all__ = ["Undecided", "arrow_type", "cast", "cast_column", "cast_rows", "caster"]
+__all__ = ["Undecided", "arrow_type", "cast", "cast_column", "cast_rows", "caster", "checked"]
 
 log = logging.getLogger("cdc.decode")
 
@@ -219,7 +219,14 @@ def _arrow_cast(texts: pa.Array | pa.ChunkedArray, spark_type: str, entry: casts
         spelled = pc.ends_with(texts, "Infinity")
         if pc.any(pc.and_(pc.is_inf(typed), pc.invert(spelled))).as_py():
             raise Undecided(f"{spark_type}: a value beyond the type's range")
-    if "utc_years" in entry.checks:  # delta-rs' statistics overflow beyond
+    return checked(typed, spark_type)
+
+
+def checked(typed: Any, spark_type: str) -> Any:
+    """A column already of its type (cast, or read by pyarrow's JSON reader from the JSON
+    form of its type's forms: cdc.casts.ARROW_JSON), after its entry's checks of the values
+    themselves: Undecided where one fails."""
+    if "utc_years" in casts.entry(spark_type).checks:  # delta-rs' statistics overflow beyond
         micros = pc.min_max(typed.cast(pa.timestamp("us")).cast(pa.int64()))
         if micros["min"].is_valid and not (
             micros["min"].as_py() >= casts.FIRST_MICROS

@@ -9,7 +9,15 @@ batch on a local master):
 - events of one shape (their format's ``driver_shape``: the same names in the same order,
   spelled as the trigger spells them) are matched by one regular expression over the Arrow
   column and read column by column (json by Arrow's JSON reader, urlenc split at ``&``), up
-  to MAX_SHAPES shapes per table and batch;
+  to MAX_SHAPES shapes per table and batch; where one shape holds every event, the events
+  are read as they are (no copy);
+- a shape is typed first where its format can (``Shape.typed``: json's integers, booleans,
+  decimals and timestamps, cdc.casts' ``arrow_json``): its pattern admits in those columns
+  only the JSON form of a text in the type's forms, which Arrow's JSON reader reads straight
+  into the value the Arrow cast gives that text; only the checks of the values themselves
+  remain (``checked``: years 1-9999 in UTC). Events the typed pattern refuses, and a
+  typed read the reader refuses (an integer past its bits, 30 February), take the untyped
+  shape;
 - the others, at most ONE_BY_ONE, one by one: their format's ``driver_op`` and
   ``driver_map`` make the column -> text map;
 - ``cast_column`` (cdc.engines.arrow.casts, rendered from cdc.casts) makes each column of
@@ -31,8 +39,8 @@ is decoded by Spark as before (which quarantines the bad events):
   two floats: each would need Spark's own rules for the exact answer.
 
 tests/spark/test_driver_decode.py holds every answer equal to Spark's over the type sweep
-and hostile events; tests/unit/test_driver_shapes.py every shape's answer equal to the
-one-by-one decoder's.
+and hostile events; tests/unit/test_driver_shapes.py and test_driver_typed_shapes.py every
+shape's answer equal to the one-by-one decoder's.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc import formats
-from cdc.engines.arrow.casts import arrow_type, cast, cast_column, cast_rows, caster
+from cdc.engines.arrow.casts import arrow_type, cast, cast_column, cast_rows, caster, checked
 from cdc.formats.spec import Shape, Undecided
 from cdc.pg.pgtypes import Column
 from cdc.rows import meta, present, value
@@ -120,7 +128,7 @@ def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Tab
     if raw.column("ev_data").null_count:
         raise Undecided("an event without ev_data")
     kinds, ops = _ops(raw.column("ev_type"))
-    known = {c.name for c in columns}
+    types = {c.name: c.spark_type for c in columns}
     ev_data = raw.column("ev_data")
     todo = np.ones(raw.num_rows, dtype=bool)  # not decoded yet
     alone = np.zeros(raw.num_rows, dtype=bool)  # to be decoded one by one
@@ -131,20 +139,17 @@ def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Tab
             break
         row = int(pending[0])
         fmt = formats.FORMATS[kinds[row]]
-        shape = fmt.driver_shape(ev_data[row].as_py()) if fmt.driver_shape else None
-        if shape is None or not set(shape.names) <= known:
+        found = _match(fmt, ev_data, row, todo & (kinds == kinds[row]), types)
+        if found is None:  # no shape, or spelled otherwise than the shape spells it
             alone[row] = True
             continue
-        same = todo & (kinds == kinds[row])
-        rows = np.flatnonzero(same)
-        hits = pc.match_substring_regex(ev_data.take(rows), shape.pattern)
-        same[rows] = pc.fill_null(hits, False).to_numpy(zero_copy_only=False)
-        if not same[row]:  # spelled otherwise than the shape spells it
-            alone[row] = True
-            continue
-        chosen = pa.array(same)
-        part = raw.filter(chosen)
-        parts.append(_decode_shape(part, ops.filter(chosen), fmt, shape, columns, drift))
+        shapes, same = found
+        if same.all():  # one shape holds every event: no copy of them
+            parts.append(_decode_shape(raw, ops, fmt, shapes, columns, drift))
+        else:
+            chosen = pa.array(same)
+            part = raw.filter(chosen)
+            parts.append(_decode_shape(part, ops.filter(chosen), fmt, shapes, columns, drift))
         todo &= ~same
     if todo.any():
         if todo.sum() > ONE_BY_ONE:
@@ -153,6 +158,34 @@ def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Tab
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts).sort_by(meta("ev_id"))
+
+
+def _match(
+    fmt: formats.Format,
+    ev_data: pa.ChunkedArray,
+    row: int,
+    candidates: np.ndarray,
+    types: dict[str, str],
+) -> tuple[tuple[Shape, Shape], np.ndarray] | None:
+    """The shape of event ``row``, typed (Shape.typed: columns read straight into their
+    types) where that shape matches it, else untyped, with the candidates it matches (row
+    among them); and the untyped shape (a typed shape's read may refuse); None when row
+    has no shape its columns hold, or matches none."""
+    untyped = fmt.driver_shape(ev_data[row].as_py()) if fmt.driver_shape else None
+    if untyped is None or not set(untyped.names) <= types.keys():
+        return None
+    typed = untyped.typed(types) if untyped.typed else None
+    rows = np.flatnonzero(candidates)
+    texts = ev_data if len(rows) == len(ev_data) else ev_data.take(rows)
+    for shape in (typed, untyped):
+        if shape is None:
+            continue
+        hits = pc.fill_null(pc.match_substring_regex(texts, shape.pattern), False)
+        same = np.zeros(len(ev_data), dtype=bool)
+        same[rows] = hits.to_numpy(zero_copy_only=False)
+        if same[row]:
+            return (shape, untyped), same
+    return None
 
 
 def _ops(ev_types: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -170,13 +203,23 @@ def _decode_shape(
     raw: pa.Table,
     ops: pa.Array,
     fmt: formats.Format,
-    shape: Shape,
+    shapes: tuple[Shape, Shape],
     columns: list[Column],
     drift: Drift | None,
 ) -> pa.Table:
-    """Events whose ev_data all match shape.pattern, decoded column by column."""
+    """Events whose ev_data all match the pattern of shapes[0] (typed or not), decoded
+    column by column: by the untyped shapes[1] where the typed one's read refuses."""
     n = raw.num_rows
-    texts = dict(zip(shape.names, shape.read(raw.column("ev_data")), strict=True))
+    shape, untyped = shapes
+    try:
+        read = shape.read(raw.column("ev_data"))
+    except Undecided as why:
+        if shape is untyped:
+            raise
+        log.debug("read as text: %s", why)
+        shape, read = untyped, untyped.read(raw.column("ev_data"))
+    texts = dict(zip(shape.names, read, strict=True))
+    typed = {name for name, kind in zip(shape.names, shape.types, strict=False) if kind}
     nowhere = pa.array(np.zeros(n, dtype=bool))
     present_in = dict.fromkeys(texts, pa.array(np.ones(n, dtype=bool)))
     filled = pc.equal(ops, "I")
@@ -196,10 +239,12 @@ def _decode_shape(
         meta("ev_txid"): raw.column("ev_txid"),
     }
     for i, c in enumerate(columns):
-        kind = arrow_type(c.spark_type)
-        out[value(i)] = (
-            cast_column(texts[c.name], c.spark_type) if c.name in texts else pa.nulls(n, kind)
-        )
+        if c.name in typed:  # read in its type (its pattern admitted only its forms)
+            out[value(i)] = checked(texts[c.name], c.spark_type)
+        elif c.name in texts:
+            out[value(i)] = cast_column(texts[c.name], c.spark_type)
+        else:
+            out[value(i)] = pa.nulls(n, arrow_type(c.spark_type))
     for i, c in enumerate(columns):
         out[present(i)] = present_in.get(c.name, nowhere)
     return pa.table(out)
