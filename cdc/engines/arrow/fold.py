@@ -1,9 +1,10 @@
 """The fold (cdc.engines.spark.fold) of a batch decoded on the driver, over Arrow and numpy: the
 same rules, the same output columns, without a Spark job.
 
-The rows are sorted by key, transaction and ev_id, and every step is a reduction over
-contiguous runs of that order (numpy's ``reduceat``), so no Python code runs per event. Rows
-are named by their position in ev_id order (``rank``), so "the latest" is a maximum:
+The rows are sorted by key and transaction, and every step is a reduction over contiguous
+runs of that order (numpy's ``reduceat``), so no Python code runs per event. Rows are named
+by their position in ev_id order (``rank``), so "the latest" is a maximum, and the order
+within a run does not matter:
 
 - per key and transaction: ``n`` (INSERTs - DELETEs), the rank of its last INSERT or
   DELETE, and of its last INSERT; it decides the key's existence when n != 0 or its last
@@ -13,7 +14,8 @@ are named by their position in ev_id order (``rank``), so "the latest" is a maxi
   DELETE) that carries the column.
 
 Values never leave Arrow: the fold picks row positions, and the output columns are
-``take``\\ n from the input, so no value is converted.
+``take``\\ n from the input, so no value is converted; only the key and transaction columns
+are sorted (a table's values are copied once, into the output).
 
 Only for keys that compare as they are (cdc.rows.restates_key is false for every
 key column): a restated key (numeric text, floats) is matched in a normalised form.
@@ -62,24 +64,29 @@ def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
     keyed = [i for i, c in enumerate(columns) if c.is_key]
     if rows.num_rows == 0:
         return _empty(rows, columns)
-    # rank: each row's position in ev_id order
-    by_ev = pc.sort_indices(rows.column(meta("ev_id"))).to_numpy()
+    # rank: each row's position in ev_id order; by_ev: the row of each rank (the rows as
+    # decoded are in ev_id order already)
+    ev_ids = rows.column(meta("ev_id")).to_numpy()
+    if np.all(ev_ids[1:] > ev_ids[:-1]):
+        by_ev = np.arange(rows.num_rows, dtype=np.int64)
+    else:
+        by_ev = pc.sort_indices(rows.column(meta("ev_id"))).to_numpy()
     rank = np.empty(rows.num_rows, dtype=np.int64)
     rank[by_ev] = np.arange(rows.num_rows, dtype=np.int64)
-    order = pc.sort_indices(
-        rows,
-        sort_keys=[(value(i), "ascending") for i in keyed]
-        + [(meta("ev_txid"), "ascending"), (meta("ev_id"), "ascending")],
-    )
-    rows = rows.take(order)
-    rank = rank[order.to_numpy()]
+    # only the columns sorted by are sorted (the values are taken once, from the rows), and
+    # not ev_id: a run's order does not matter, each step is a sum or a maximum of ranks
+    by = rows.select([value(i) for i in keyed] + [meta("ev_txid")])
+    order = pc.sort_indices(by, sort_keys=[(name, "ascending") for name in by.column_names])
+    order = order.to_numpy()
+    rank = rank[order]
     ops = rows.column(meta("op"))
-    is_insert = pc.equal(ops, "I").to_numpy(zero_copy_only=False)
-    is_delete = pc.equal(ops, "D").to_numpy(zero_copy_only=False)
+    is_insert = pc.equal(ops, "I").to_numpy(zero_copy_only=False)[order]
+    is_delete = pc.equal(ops, "D").to_numpy(zero_copy_only=False)[order]
+    sorted_by = by.take(pa.array(order))
     new_key = np.zeros(rows.num_rows, dtype=bool)
     for i in keyed:
-        new_key |= _differs(rows.column(value(i)))
-    new_txn = new_key | _differs(rows.column(meta("ev_txid")))
+        new_key |= _differs(sorted_by.column(value(i)))
+    new_txn = new_key | _differs(sorted_by.column(meta("ev_txid")))
     key_starts, txn_starts = np.flatnonzero(new_key), np.flatnonzero(new_txn)
     none = np.int64(-1)
     # per transaction of a key
@@ -97,18 +104,15 @@ def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
     # 0 UPSERT, 1 UPDATE_IF_PRESENT, 2 DELETE
     action = np.where(~any_reset | (exists & (deciding % 2 == 1)), 0, np.where(exists, 2, 1))
     out: dict[str, pa.Array | pa.ChunkedArray] = {}
-    first = pa.array(key_starts)
-    # a row's position in the sorted rows, from its rank
-    position = np.empty(rows.num_rows, dtype=np.int64)
-    position[rank] = np.arange(rows.num_rows, dtype=np.int64)
+    first = pa.array(order[key_starts])  # each key's first row
     for i, c in enumerate(columns):
         if c.is_key:
             out[value(i)] = rows.column(value(i)).take(first)
             continue
         carries = pc.fill_null(rows.column(present(i)), False).to_numpy(zero_copy_only=False)
-        at = np.maximum.reduceat(np.where(carries & ~is_delete, rank, none), key_starts)
+        at = np.maximum.reduceat(np.where(carries[order] & ~is_delete, rank, none), key_starts)
         sets = (at >= 0) & ((last_insert < 0) | (at >= last_insert))
-        picked = pa.array(position[np.where(sets, at, 0)], mask=~sets)
+        picked = pa.array(by_ev[np.where(sets, at, 0)], mask=~sets)
         out[value(i)] = rows.column(value(i)).take(picked)
         out[f"__has{i}"] = pa.array(sets, pa.bool_())
     actions = pa.array([contract.UPSERT, contract.UPDATE_IF_PRESENT, contract.DELETE], pa.string())
