@@ -333,22 +333,9 @@ class Replayer:
         self, ref: TableRef, target: str, incarnation: int | None
     ) -> list[tuple[int, int]]:
         """(version, tick) of the target's commits by the drain, from its log's txn actions."""
-        location = ref.location if ref.is_path else _location(self.spark, ref)
         src = self.pipeline.source
         apps = {app_id(src, incarnation, target), legacy_app_id(src, target)}
-        log_rows = (
-            self.spark.read.schema("txn struct<appId: string, version: long>")
-            .json(location.rstrip("/") + "/_delta_log/*.json")
-            .where(F.col("txn").isNotNull() & F.col("txn.appId").isin(*sorted(apps)))
-            .select(
-                F.regexp_extract(F.input_file_name(), r"(\d{20})\.json$", 1)
-                .cast("long")
-                .alias("v"),
-                F.col("txn.version").alias("tick"),
-            )
-            .where(F.col("v").isNotNull())  # a commit, not a checkpoint's JSON part
-        )
-        return sorted((int(r[0]), int(r[1])) for r in log_rows.collect())
+        return delta_table.app_commits(self.spark, ref, apps)
 
     def _apply(
         self,
@@ -549,7 +536,3 @@ def versions_before(
         firsts[i] = min(by_tick[i][1], firsts[i + 1])
     order = [t for t, _ in by_tick]
     return {tick: firsts[bisect.bisect_left(order, tick)] - 1 for tick in wanted}
-
-
-def _location(spark: SparkSession, ref: TableRef) -> str:
-    return str(delta_table.spark_table(spark, ref).detail().first()["location"])

@@ -2,7 +2,9 @@
 
 A batch's events of the table are folded to one action per key (cdc.engines.spark.fold) and
 MERGEd into the target (a batch decoded on the driver: folded and MERGEd there,
-``apply_on_driver``), with a literal range of the first key column that prunes files; a
+``apply_on_driver``), with a literal range of the first key column that prunes files. Every
+MERGE here is a plan (cdc.targets.merge_plan: the batch's, a snapshot chunk's) that the
+Delta adapter renders for Spark or for delta-rs; this module writes no SQL. A
 batch with a TRUNCATE of the table overwrites the target with what follows the TRUNCATE, and
 so does one with the marker of a table re-created under the source's name (op X,
 cdc.formats.RECREATED): the events before it are the dropped table's.
@@ -13,7 +15,6 @@ maintenance orders its files by the first key column (the pruning range's).
 
 from __future__ import annotations
 
-import re
 import time
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,9 @@ from cdc.engines.spark import fold
 from cdc.pg.pgtypes import Column
 from cdc.rows import TableBatch, add_time, meta, value
 from cdc.targets import delta_table
+from cdc.targets.delta import delta_rs
 from cdc.targets.kind import TargetKind
+from cdc.targets.merge_plan import MergePlan
 from cdc.targets.table import Commit, TableRef, quote
 
 if TYPE_CHECKING:
@@ -35,51 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Mirror", "after_last_truncate"]
 
-PRUNABLE = ("short", "int", "long", "string", "date")
-SNAPSHOT_SOURCE = "cdc_snapshot_chunk"  # the view a snapshot chunk's MERGE reads, as ``s``
-
 
 def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFrame:
     """The events after the batch's last TRUNCATE of the table (all of them without one)."""
     if truncate_ev_id is None:
         return rows
     return rows.where(F.col(meta("ev_id")) > truncate_ev_id)
-
-
-def _literal(text: str, spark_type: str) -> str | None:
-    """A first-key bound (as text, see decode.Facts) as a Spark SQL literal of its type."""
-    if spark_type in ("short", "int", "long"):
-        return text if re.fullmatch(r"-?\d+", text) else None
-    quoted = "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if spark_type == "string":
-        return quoted
-    if spark_type == "date":
-        return f"cast({quoted} as date)"  # years past 9999 and before 1 too
-    return None
-
-
-def _pruning(columns: list[Column], key_range: tuple[str, str] | None) -> str:
-    """A literal range on the first key column, so that the MERGE reads only the files whose
-    statistics overlap the batch's keys. A numeric key kept as text matches any text of the
-    same number (``1.0``, ``1.00``): every such text lies between the lowest normalised key
-    and the highest normalised key followed by "1" (contract.numeric_text_range)."""
-    first = next(c for c in columns if c.is_key)
-    if key_range is None or first.spark_type not in PRUNABLE:
-        return ""
-    low, high = key_range
-    if contract.is_numeric_text(first):
-        low, high = contract.numeric_text_range(low, high)
-    low_sql, high_sql = _literal(low, first.spark_type), _literal(high, first.spark_type)
-    if low_sql is None or high_sql is None:
-        return ""
-    return f" and t.{quote(first.name)} between {low_sql} and {high_sql}"
-
-
-def _nothing_in(spark: SparkSession, ref: TableRef, pruning: str) -> bool:
-    """Whether the target holds no row in the pruning range (``_pruning``'s condition on
-    ``t``): files whose statistics lie outside it are not read."""
-    condition = pruning.removeprefix(" and ")
-    return delta_table.read(spark, ref).alias("t").where(condition).limit(1).count() == 0
 
 
 class Mirror(TargetKind):
@@ -123,8 +87,9 @@ class Mirror(TargetKind):
                 "__reset",
             )
             arrow = rows.toArrow()
+            # fits first: a date past year 9999 has no Python form for the plan's bounds
             if driver_writes.fits(arrow) and driver_writes.try_merge(
-                local, arrow, columns, schema, commit
+                local, arrow, driver_writes.batch_plan(arrow, columns, schema), commit
             ):
                 add_time(batch.timings, "fold+merge", started)
                 return
@@ -136,17 +101,8 @@ class Mirror(TargetKind):
             )
             delta_table.overwrite(kept, ref, commit)
         else:
-            on = fold.merge_condition(columns) + _pruning(columns, batch.key_range)
-            sets = fold.merge_sets(columns)
-            names = ", ".join(quote(n) for n, _ in schema)
-            values = ", ".join(f"s.{value(i)}" for i in range(len(schema)))
-            clauses = (
-                f"when matched and s.__action = '{contract.DELETE}' then delete"
-                + (f" when matched then update set {sets}" if sets else "")
-                + f" when not matched and s.__action = '{contract.UPSERT}'"
-                f" then insert ({names}) values ({values})"
-            )
-            delta_table.merge(spark, ref, folded, on, clauses, commit)
+            plan = MergePlan.for_batch(columns, schema, batch.key_range)
+            delta_table.merge(spark, ref, folded, plan, commit)
         add_time(batch.timings, "fold+merge", started)
 
     def apply_on_driver(
@@ -164,7 +120,8 @@ class Mirror(TargetKind):
         ):
             return False
         folded = arrow_fold.fold_rows(events, columns)
-        return driver_writes.try_merge(local, folded, columns, schema, commit)
+        plan = driver_writes.batch_plan(folded, columns, schema)
+        return driver_writes.try_merge(local, folded, plan, commit)
 
     def upsert_on_driver(
         self, spark: SparkSession, ref: TableRef, rows: pa.Table, columns: list[Column]
@@ -181,12 +138,14 @@ class Mirror(TargetKind):
         if not driver_writes.fits(rows):
             return False
         first = next(c for c in columns if c.is_key)
-        bounds = pc.min_max(rows.column(first.name))
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        if low is None or not driver_writes.holds_none_between(local, first, low, high):
+        found = pc.min_max(rows.column(first.name))
+        plan = MergePlan.for_snapshot_chunk(
+            columns, schema, (found["min"].as_py(), found["max"].as_py())
+        )
+        if plan.bounds is None or not delta_rs.holds_none_between(local, plan.bounds):
             return False
         # the caller holds the table's lock: no batch writes the range meanwhile
-        driver_writes.append(local, rows, schema)
+        delta_rs.append(local, rows, schema)
         return True
 
     def load(
@@ -218,17 +177,8 @@ class Mirror(TargetKind):
         if contract.is_numeric_text(columns[first]):
             bound = F.col(contract.match_key(first))
         low, high = source.agg(F.min(bound).cast("string"), F.max(bound).cast("string")).first()
-        keys = []
-        for i, c in enumerate(columns):
-            if c.is_key:
-                target = f"t.{quote(c.name)}"
-                if contract.is_numeric_text(c):
-                    keys.append(f"{fold.norm_numeric_sql(target)} = s.{contract.match_key(i)}")
-                else:
-                    keys.append(f"{target} = s.{value(i)}")
-        key_range = None if low is None or high is None else (low, high)
-        pruning = _pruning(columns, key_range)
-        if pruning and _nothing_in(spark, ref, pruning):
+        plan = MergePlan.for_snapshot_chunk(columns, schema, (low, high))
+        if plan.bounds is not None and delta_table.holds_none_between(spark, ref, plan.bounds):
             # the target holds no row of the chunk's first-key range (an initial copy): the
             # MERGE would insert every row; an append writes the same rows without its joins.
             # The caller holds the table's lock: no batch writes the range meanwhile
@@ -243,13 +193,4 @@ class Mirror(TargetKind):
                 ref,
             )
             return
-        on = " and ".join(keys) + pruning
-        names = [quote(n) for n, _ in schema]
-        sets = ", ".join(f"{n} = s.{value(i)}" for i, n in enumerate(names))
-        values = ", ".join(f"s.{value(i)}" for i in range(len(names)))
-        clauses = (
-            f"when matched then update set {sets}"
-            f" when not matched then insert ({', '.join(names)}) values ({values})"
-        )
-        source.createOrReplaceTempView(SNAPSHOT_SOURCE)
-        spark.sql(f"merge into {ref.sql_name} t using {SNAPSHOT_SOURCE} s on {on} {clauses}")
+        delta_table.merge(spark, ref, source, plan)

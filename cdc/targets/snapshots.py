@@ -33,6 +33,7 @@ from pyspark.sql import SparkSession
 from cdc.engines.arrow import write as driver_writes
 from cdc.pg import pgtypes
 from cdc.targets import delta_table
+from cdc.targets.delta import delta_rs
 from cdc.targets.table import TableRef, quote
 
 __all__ = ["COPIED", "DONE", "FAILED", "RUNNING", "SCHEMA", "Progress", "read", "read_local"]
@@ -166,7 +167,7 @@ def save(spark: SparkSession, ref: TableRef, states: list[Progress]) -> None:
         rows = pa.Table.from_pylist(
             [dict(zip(schema.names, s.row(), strict=True)) for s in states], schema
         )
-        write = partial(driver_writes.append, local, rows, SCHEMA)
+        write = partial(delta_rs.append, local, rows, SCHEMA)
         delta_table.retry_conflicts(write, "snapshot progress")
         return
     schema = ", ".join(f"{quote(n)} {t}" for n, t in SCHEMA)

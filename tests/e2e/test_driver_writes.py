@@ -5,6 +5,7 @@ that a target with deletion vectors, or one that outgrew the path, is MERGEd by 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table
+from cdc.targets.merge_plan import MergePlan
 from cdc.targets.table import Commit
 from tests.support import drainkit
 
@@ -103,7 +105,8 @@ def test_a_committed_batch_is_not_written_again(conn, spark, table_a):
     commit = Commit(txns[-1]["appId"], txns[-1]["version"])
     assert driver_writes.committed(table, commit)
     assert not driver_writes.committed(table, Commit(commit.app_id, commit.version + 1))
-    driver_writes.merge(table, pa.table({}), [], [], commit)  # returns before any write
+    plan = MergePlan.for_batch([pgtypes.Column("id", "integer", "int", True)], [], None)
+    driver_writes.merge(table, pa.table({}), plan, commit)  # returns before any write
     assert delta_table.LocalTable.open(ref).version() == version
     assert _writer(info) == "delta-rs"
 
@@ -138,7 +141,7 @@ def test_deletion_vectors_and_outgrown_targets_take_spark(conn, spark, table_a, 
 def test_a_large_batch_is_written_from_the_driver_on_a_local_master_only(
     conn, spark, table_a, local
 ):
-    # more events of the table than apply.SMALL_EVENTS, in the trigger's form and one hostile
+    # more events of the table than planner.SMALL_EVENTS, in the trigger's form and one hostile
     # spelling (decoded one by one): on a local master the driver decodes and writes them, on
     # a cluster Spark does; the target is the source's either way
     pipeline = table_a
@@ -156,7 +159,7 @@ def test_a_large_batch_is_written_from_the_driver_on_a_local_master_only(
     )
     on_driver: list[set[str]] = []
     with Drain(pipeline, spark) as drain:
-        drain.applier._local = local
+        drain.applier.parts = replace(drain.applier.parts, local_master=local)
         drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
     assert on_driver == [{"a"} if local else set()]
     _same(conn, spark, pipeline)

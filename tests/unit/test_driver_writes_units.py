@@ -13,6 +13,7 @@ from cdc.engines.arrow import write as driver_writes
 from cdc.pg.pgtypes import Column
 from cdc.rows import value
 from cdc.targets import delta_table
+from cdc.targets.delta import delta_rs
 from cdc.targets.table import Commit, TableRef
 
 
@@ -38,9 +39,9 @@ def test_dates_and_timestamps_outside_years_1_to_9999_take_spark(column, fits):
 
 
 def test_names_are_quoted_for_delta_rs_sql():
-    assert driver_writes.ident("id") == '"id"'
-    assert driver_writes.ident('we"ird col') == '"we""ird col"'
-    assert driver_writes.ident("Mixed.Case") == '"Mixed.Case"'
+    assert delta_rs.ident("id") == '"id"'
+    assert delta_rs.ident('we"ird col') == '"we""ird col"'
+    assert delta_rs.ident("Mixed.Case") == '"Mixed.Case"'
 
 
 def test_a_legacy_protocol_counts_the_features_its_versions_imply(tmp_path):
@@ -91,7 +92,9 @@ def test_a_merge_with_the_key_range_rewrites_one_file(tmp_path):
         }
     )
     commit = Commit("q/c/t", 7)
-    driver_writes.merge(table, folded, columns, [("id", "long"), ("v", "string")], commit)
+    plan = driver_writes.batch_plan(folded, columns, [("id", "long"), ("v", "string")])
+    assert plan.bounds is not None and (plan.bounds.low, plan.bounds.high) == ("43", "50")
+    driver_writes.merge(table, folded, plan, commit)
     table = delta_table.LocalTable.open_local(TableRef(str(tmp_path)))
     rows = table.query("t", "select id, v from t where id in (43, 50) order by id")
     assert table.committed("q/c/t") == 7

@@ -6,10 +6,11 @@ its size (on two cores, 2.5-6 s for ten rows), and more per row than delta-rs on
 cores. A batch decoded on the driver (cdc.engines.arrow.decode: small batches, and every
 batch read with COPY on a local master) is folded there (cdc.engines.arrow.fold); a small
 batch that Spark decoded (the driver could not be sure) is folded by Spark and collected as
-Arrow (``Mirror.apply``). The folded rows (one per key) go to delta-rs' MERGE with the same
-clauses, in one commit marked
-with the batch's Commit as a Delta ``txn`` action: a rerun skips a target whose appId
-already holds the version, as Delta does for Spark's writes (``committed``).
+Arrow (``Mirror.apply``). The folded rows (one per key) go to delta-rs' MERGE of the plan the
+Spark MERGE renders too (cdc.targets.merge_plan, ``MergePlan.for_batch``; rendered for delta-rs
+by the Delta adapter, cdc.targets.delta.delta_rs), in one commit marked with the batch's
+Commit as a Delta ``txn`` action: a rerun skips a target whose appId already holds the
+version, as Delta does for Spark's writes (``committed``).
 
 The path is taken only where delta-rs writes what Spark would, else the Spark MERGE is:
 
@@ -18,19 +19,19 @@ The path is taken only where delta-rs writes what Spark would, else the Spark ME
   them, and would bring back the rows they delete);
 - the files the MERGE may rewrite hold at most ``MAX_BYTES`` (a MERGE without deletion
   vectors rewrites the files it touches): with an integer or date first key, the files whose
-  statistics overlap the batch's first-key range (``bytes_touched``; the MERGE is given the
-  range, so it reads no other), else every file. Beyond, the target gets deletion vectors
-  and Spark (``Mirror.apply``);
+  statistics overlap the batch's first-key range (``bytes_touched``; the MERGE plan is given
+  the range, ``batch_plan``, so it reads no other), else every file. Beyond, the target gets
+  deletion vectors and Spark (``Mirror.apply``);
 - every column the batch writes is in the target under its exact name (Spark matches names
   without case, delta-rs does not), and no key is compared in a normalised form (numeric
-  text, floats: their ON condition is Spark SQL);
+  text, floats: delta-rs' rendering of the plan refuses them);
 - the batch holds no TRUNCATE of the table, and no date or timestamp outside years 1-9999
   (``fits``: delta-rs' statistics overflow on them).
 
 The rows have Spark's types in Arrow (the driver's decoder makes the values Spark's casts
 make: decimals, dates and timestamps as they are, the key columns never null); delta-rs
-refuses a source type that differs from the target's (``error_on_type_mismatch``): the
-write fails, loudly, instead of casting.
+refuses a source type that differs from the target's: the write fails, loudly, instead of
+casting.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from cdc import rows as contract
 from cdc.pg.pgtypes import Column
 from cdc.rows import value
 from cdc.targets import delta_table
+from cdc.targets.delta import delta_rs
+from cdc.targets.merge_plan import MergePlan
 from cdc.targets.table import Commit
 
 if TYPE_CHECKING:
@@ -50,10 +53,11 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BYTES",
     "WRITABLE_FEATURES",
-    "append",
+    "batch_plan",
+    "committed",
     "features",
     "fits",
-    "holds_none_between",
+    "key_range",
     "merge",
     "outgrown",
     "try_merge",
@@ -64,11 +68,6 @@ log = logging.getLogger("cdc.merge")
 
 MAX_BYTES = 256 * 1024 * 1024  # larger targets take the Spark MERGE, with deletion vectors
 WRITABLE_FEATURES = frozenset({"columnMapping", "invariants", "appendOnly", "timestampNtz"})
-
-
-def ident(name: str) -> str:
-    """A column name as a quoted identifier of delta-rs' SQL (DataFusion)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def features(table: delta_table.LocalTable) -> set[str]:
@@ -112,12 +111,20 @@ def key_range(rows: pa.Table, columns: list[Column]) -> tuple[object, object] | 
     return bounds["min"].as_py(), bounds["max"].as_py()
 
 
+def batch_plan(folded: pa.Table, columns: list[Column], schema: list[tuple[str, str]]) -> MergePlan:
+    """The batch's MERGE (MergePlan.for_batch) of folded rows, bounded by their first-key
+    range where its file statistics are exact (``key_range``): the range bytes_touched
+    counted the files of."""
+    return MergePlan.for_batch(columns, schema, key_range(folded, columns))
+
+
 def bytes_touched(
     table: delta_table.LocalTable, columns: list[Column], rows: pa.Table | None
 ) -> int:
     """Bytes of the target's files that a MERGE of rows may rewrite: those whose first-key
     statistics overlap the rows' first-key range (delta-rs rewrites only files with a
-    matched row, and ``merge`` gives it the range); every file when the range is unknown.
+    matched row, and ``batch_plan`` gives the MERGE the range); every file when the range is
+    unknown.
     So a batch of recent keys into a large table ordered by key rewrites a file or two, and
     the cost follows the batch, not the table."""
     found = None if rows is None else key_range(rows, columns)
@@ -125,41 +132,6 @@ def bytes_touched(
         return table.size()
     first = next(c for c in columns if c.is_key)
     return table.bytes_between(first.name, *found)
-
-
-def _literal(value: object, spark_type: str) -> str | None:
-    """A first-key bound as a literal of delta-rs' SQL (DataFusion), for the types a range
-    is asked of; None for others."""
-    if spark_type in ("short", "int", "long") and isinstance(value, int):
-        return str(value)
-    if spark_type == "string" and isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if spark_type == "date":
-        return f"DATE '{value.isoformat()}'"  # type: ignore[attr-defined]
-    return None
-
-
-def holds_none_between(
-    table: delta_table.LocalTable, column: Column, low: object, high: object
-) -> bool:
-    """Whether the table holds no row whose column lies between low and high (files whose
-    statistics lie outside are not read); False when that cannot be asked."""
-    from deltalake import QueryBuilder
-
-    low_sql, high_sql = _literal(low, column.spark_type), _literal(high, column.spark_type)
-    if low_sql is None or high_sql is None:
-        return False
-    query = f"select 1 from t where {ident(column.name)} between {low_sql} and {high_sql} limit 1"
-    found = QueryBuilder().register("t", table.table).execute(query).read_all()
-    return found.num_rows == 0
-
-
-def append(table: delta_table.LocalTable, rows: pa.Table, schema: list[tuple[str, str]]) -> None:
-    """Appends rows (columns named and typed as the target's) in one commit; delta-rs refuses
-    a type that differs from the target's."""
-    from deltalake import write_deltalake
-
-    write_deltalake(table.table, rows.select([n for n, _ in schema]), mode="append")
 
 
 def outgrown(table: delta_table.LocalTable) -> bool:
@@ -205,68 +177,26 @@ def committed(table: delta_table.LocalTable, commit: Commit) -> bool:
     return done is not None and done >= commit.version
 
 
-def merge(
-    table: delta_table.LocalTable,
-    folded: pa.Table,
-    columns: list[Column],
-    schema: list[tuple[str, str]],
-    commit: Commit,
-) -> None:
-    """MERGEs the fold (cdc.engines.spark.fold: value(i), ``__has<i>``, ``__action``,
-    ``__reset``; already cast to the target's types) into the table, as Mirror's Spark MERGE
-    does: a DELETE removes the row, a matched key gets the columns the batch sets, an
-    UPSERT of a missing key inserts the row; in one commit marked with commit."""
-    from deltalake import CommitProperties, Transaction
-
+def merge(table: delta_table.LocalTable, folded: pa.Table, plan: MergePlan, commit: Commit) -> None:
+    """MERGEs the fold (cdc.engines.*.fold: value(i), has(i), ACTION, RESET; already cast to
+    the target's types) into the table as the plan says (MergePlan.for_batch, rendered by
+    cdc.targets.delta.delta_rs), in one commit marked with commit; nothing when the target
+    already holds it."""
     if committed(table, commit):
         log.info("%s: tick %d already committed", commit.app_id, commit.version)
         return
-    names = [n for n, _ in schema]
-    on = " and ".join(
-        f"t.{ident(c.name)} = s.{value(i)}" for i, c in enumerate(columns) if c.is_key
-    )
-    found = key_range(folded, columns)
-    if found is not None:  # files outside the batch's keys are not even read
-        first = next(c for c in columns if c.is_key)
-        low, high = (_literal(bound, first.spark_type) for bound in found)
-        if low is not None and high is not None:
-            on += f" and t.{ident(first.name)} between {low} and {high}"
-    sets = {
-        ident(c.name): (
-            f"case when s.__reset or s.__has{i} then s.{value(i)} else t.{ident(c.name)} end"
-        )
-        for i, c in enumerate(columns)
-        if not c.is_key
-    }
-    inserts = {ident(n): f"s.{value(i)}" for i, n in enumerate(names)}
-    merger = table.table.merge(
-        folded,
-        on,
-        source_alias="s",
-        target_alias="t",
-        error_on_type_mismatch=True,
-        commit_properties=CommitProperties(
-            app_transactions=[Transaction(commit.app_id, commit.version)]
-        ),
-    ).when_matched_delete(f"s.__action = '{contract.DELETE}'")
-    if sets:
-        merger = merger.when_matched_update(sets)
-    merger.when_not_matched_insert(inserts, f"s.__action = '{contract.UPSERT}'").execute()
+    delta_rs.merge(table, folded, plan, commit)
 
 
 def try_merge(
-    table: delta_table.LocalTable,
-    folded: pa.Table,
-    columns: list[Column],
-    schema: list[tuple[str, str]],
-    commit: Commit,
+    table: delta_table.LocalTable, folded: pa.Table, plan: MergePlan, commit: Commit
 ) -> bool:
     """merge; False, with a warning, when delta-rs fails other than by a concurrent commit
     (which is raised, for cdc.targets.delta_table.retry_conflicts): the caller then writes
     with Spark. Either delta-rs committed nothing, or it committed the batch's txn, which
     the Spark write then finds and skips."""
     try:
-        merge(table, folded, columns, schema, commit)
+        merge(table, folded, plan, commit)
     except Exception as exc:
         if delta_table.is_concurrent_conflict(exc):
             raise

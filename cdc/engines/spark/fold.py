@@ -66,7 +66,6 @@ from cdc.rows import (
     restates_key,
     value,
 )
-from cdc.targets.table import quote
 
 
 def norm_numeric(text: SparkColumn) -> SparkColumn:
@@ -77,16 +76,6 @@ def norm_numeric(text: SparkColumn) -> SparkColumn:
         F.regexp_replace(F.regexp_replace(text, r"0+$", ""), r"\.$", ""),
     ).otherwise(text)
     return F.when(stripped == "-0", F.lit("0")).otherwise(stripped)
-
-
-def norm_numeric_sql(expr: str) -> str:
-    """norm_numeric as Spark SQL text, for the MERGE condition on the target's column."""
-    stripped = (
-        f"case when {expr} like '%.%' then"
-        f" regexp_replace(regexp_replace({expr}, '0+$', ''), '\\\\.$', '') else {expr} end"
-    )
-    return f"case when {stripped} = '-0' then '0' else {stripped} end"
-
 
 
 def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
@@ -156,36 +145,3 @@ def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
         out += [F.when(has, F.col(f"__last{i}")).alias(value(i)), has.alias(f"__has{i}")]
     out += [action.alias("__action"), ins.isNotNull().alias("__reset")]
     return grouped.select(*out)
-
-
-def merge_condition(columns: list[Column]) -> str:
-    """The MERGE's ON condition (target t, folded source s), keys compared as PostgreSQL
-    compares them."""
-    parts = []
-    for i, c in enumerate(columns):
-        if not c.is_key:
-            continue
-        target = f"t.{quote(c.name)}"
-        if is_numeric_text(c):
-            parts.append(f"{norm_numeric_sql(target)} = s.{match_key(i)}")
-        elif restates_key(c):
-            parts.append(f"{target} = s.{match_key(i)}")
-        else:
-            parts.append(f"{target} = s.{value(i)}")
-    return " and ".join(parts)
-
-
-def merge_sets(columns: list[Column]) -> str:
-    """The MERGE's UPDATE SET list: each column from the batch when the batch sets it (or the
-    key has an INSERT), else kept; restated keys take the batch's form."""
-    sets = []
-    for i, c in enumerate(columns):
-        name = quote(c.name)
-        if restates_key(c):
-            sets.append(f"{name} = s.{value(i)}")
-        elif not c.is_key:
-            sets.append(
-                f"{name} = case when s.__reset or s.__has{i} then s.{value(i)} else t.{name} end"
-            )
-    return ", ".join(sets)
-
