@@ -112,6 +112,7 @@ ESCAPE = (
 INTEGER = r"-?[1-9][0-9]{0,17}|0"
 VALUE = rf'"(?:[^"\\\x00-\x1f]|{ESCAPE})*"|{INTEGER}|true|false|null'
 SAMPLE = 100  # events whose values say each column's JSON type (Arrow's reader needs one)
+READ_BLOCK = 1 << 20  # bytes of lines Arrow's JSON reader parses at a time (its default)
 
 
 def driver_shape(ev_data: str) -> Shape | None:
@@ -224,19 +225,20 @@ def _sampled(ev_data: pa.Array | pa.ChunkedArray, names: tuple[str, ...]) -> dic
 def _read_json(
     ev_data: pa.Array | pa.ChunkedArray, names: tuple[str, ...], kinds: dict[str, Any]
 ) -> pa.Table:
-    """The objects, one per line, read by Arrow's JSON reader into these types, in one block
-    (no thread of its own: the drain decodes tables at once)."""
+    """The objects, one per line, read by Arrow's JSON reader into these types, in blocks of
+    READ_BLOCK (or the longest line) parsed by Arrow's threads: its pool has a thread per
+    core, shared by the tables the drain decodes at once, so they take no more cores than
+    the machine has, and a table alone takes them all."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.json as pj
 
     schema = pa.schema([(name, kinds[name]) for name in names])
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     lines = _lines(ev_data)
-    return pj.read_json(
-        pa.BufferReader(lines),
-        read_options=pj.ReadOptions(use_threads=False, block_size=max(len(lines), 1)),
-        parse_options=options,
-    )
+    longest = pc.max(pc.binary_length(ev_data)).as_py() or 0
+    read = pj.ReadOptions(use_threads=True, block_size=max(READ_BLOCK, 2 * longest + 2))
+    return pj.read_json(pa.BufferReader(lines), read_options=read, parse_options=options)
 
 
 def _arrow_type(found: object) -> pa.DataType:
