@@ -16,17 +16,19 @@ maintenance orders its files by the first key column (the pruning range's).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc import rows as contract
+from cdc.engines import planner
 from cdc.engines.arrow import fold as arrow_fold
 from cdc.engines.arrow import write as driver_writes
 from cdc.engines.spark import fold
 from cdc.pg.pgtypes import Column
-from cdc.rows import TableBatch, add_time, meta, value
+from cdc.rows import ACTION, RESET, TableBatch, add_time, has, meta, value
 from cdc.targets import delta_table
 from cdc.targets.delta import delta_rs
 from cdc.targets.kind import TargetKind
@@ -36,6 +38,8 @@ from cdc.targets.table import Commit, TableRef, quote
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from cdc.targets.delta_table import LocalTable
+
 __all__ = ["Mirror", "after_last_truncate"]
 
 
@@ -44,6 +48,27 @@ def after_last_truncate(rows: DataFrame, truncate_ev_id: int | None) -> DataFram
     if truncate_ev_id is None:
         return rows
     return rows.where(F.col(meta("ev_id")) > truncate_ev_id)
+
+
+def _write_facts(
+    kind: TargetKind, batch: TableBatch, local: LocalTable | None, schema: list[tuple[str, str]]
+) -> planner.WriteFacts:
+    """What the route planner is told of a part Spark decoded, before it is written: whether
+    delta-rs may write the target (asked only when nothing else keeps the part in Spark:
+    it sizes the files the MERGE may rewrite). Its values are known once collected."""
+    facts = planner.WriteFacts(
+        decoded_by=batch.route.decode,
+        small=batch.small,
+        kind_writes_arrow=kind.writes_on_driver,
+        target_on_local_path=local is not None,
+        target_writable=True,
+        values_fit=True,
+        truncated=batch.truncated_at is not None,
+        forced=batch.forced,
+    )
+    if local is None or planner.write_route(batch.route, facts).write == planner.SPARK:
+        return facts
+    return replace(facts, target_writable=driver_writes.writable(local, schema, batch.columns))
 
 
 class Mirror(TargetKind):
@@ -73,30 +98,39 @@ class Mirror(TargetKind):
         schema = self.ensure(spark, ref, columns)
         started = time.monotonic()
         folded = fold.fold(after_last_truncate(batch.rows, batch.truncated_at), columns)
+        if batch.route is None:  # rows Spark decoded outside the drain (a replay)
+            batch.route = planner.Route(planner.SPARK, planner.SPARK, "decoded by Spark")
         local = delta_table.LocalTable.open_local(ref)  # its log, read once
-        if (
-            local is not None
-            and batch.small
-            and batch.truncated_at is None
-            and driver_writes.writable(local, schema, columns)
-        ):
+        facts = _write_facts(self, batch, local, schema)
+        route = planner.write_route(batch.route, facts)
+        if route.write == planner.ARROW:
             rows = folded.select(
                 *[F.col(value(i)).cast(t).alias(value(i)) for i, (_, t) in enumerate(schema)],
-                *[F.col(f"__has{i}") for i, c in enumerate(columns) if not c.is_key],
-                "__action",
-                "__reset",
+                *[F.col(has(i)) for i, c in enumerate(columns) if not c.is_key],
+                ACTION,
+                RESET,
             )
             arrow = rows.toArrow()
             # fits first: a date past year 9999 has no Python form for the plan's bounds
-            if driver_writes.fits(arrow) and driver_writes.try_merge(
-                local, arrow, driver_writes.batch_plan(arrow, columns, schema), commit
+            if not driver_writes.fits(arrow):
+                route = planner.write_route(batch.route, replace(facts, values_fit=False))
+            elif driver_writes.try_merge(
+                local,
+                arrow,
+                driver_writes.batch_plan(arrow, columns, schema),
+                replace(commit, metadata=route.metadata()),
             ):
+                batch.route = route
                 add_time(batch.timings, "fold+merge", started)
                 return
+        if route.write == planner.ARROW:  # delta-rs failed (try_merge warned): Spark writes
+            route = replace(route, write=planner.SPARK, why="delta-rs failed, written by Spark")
+        batch.route = route
+        commit = replace(commit, metadata=route.metadata())
         if local is not None and driver_writes.outgrown(local):
             delta_table.enable_deletion_vectors(spark, ref)
         if batch.truncated_at is not None:
-            kept = folded.where(F.col("__action") == contract.UPSERT).select(
+            kept = folded.where(F.col(ACTION) == contract.UPSERT).select(
                 *[F.col(value(i)).cast(t).alias(n) for i, (n, t) in enumerate(schema)]
             )
             delta_table.overwrite(kept, ref, commit)

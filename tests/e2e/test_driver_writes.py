@@ -189,3 +189,53 @@ def test_a_target_larger_than_the_path_takes_batches_of_few_files(
         drain.run()
         assert _writer(_commits(Path(pipeline.location("a")))[-1]) == "spark"
     _same(conn, spark, pipeline)
+
+
+def _route_of_last_commit(pipeline) -> dict:
+    """The route (cdc.engines.planner) the target's last commit records."""
+    from deltalake import DeltaTable
+
+    return json.loads(DeltaTable(pipeline.location("a")).history(1)[0]["userMetadata"])
+
+
+def test_each_commit_records_the_engines_that_wrote_it(conn, spark, table_a):
+    # the planner's route is in the batch's statistics and in the Delta commit, whichever
+    # engine wrote it: Arrow on a local master, Spark when drain.engine forces it, Spark's
+    # decode and delta-rs' MERGE for an event the Arrow decoder is undecided about
+    pipeline = table_a
+    routes: list[dict[str, str]] = []
+
+    def drain(pipeline) -> None:
+        with Drain(pipeline, spark) as running:
+            running.run(on_batch=lambda stats: routes.append(stats.routes))
+
+    conn.execute("insert into a (id, v) select g, 'v' || g from generate_series(1, 20) g")
+    drain(pipeline)
+    assert _route_of_last_commit(pipeline) == {
+        "cdc.decode": "arrow",
+        "cdc.write": "arrow",
+        "cdc.why": "local master, events on the driver",
+    }
+    assert routes[-1]["a"] == "arrow (local master, events on the driver)"
+
+    conn.execute("update a set v = 'forced' where id <= 5")
+    forced = replace(pipeline, drain=replace(pipeline.drain, engine="spark"))
+    drain(forced)
+    assert _route_of_last_commit(pipeline) == {
+        "cdc.decode": "spark",
+        "cdc.write": "spark",
+        "cdc.why": "drain.engine = spark",
+    }
+    assert routes[-1]["a"] == "spark (drain.engine = spark)"
+    _same(conn, spark, pipeline)
+
+    # an integer spelled as PostgreSQL never writes it: the Arrow decoder leaves the table
+    # to Spark, and the small part's folded rows are MERGEd by delta-rs
+    conn.execute(
+        "select cdc.insert_event('q', %s, %s, 'public.a', null, null, null)",
+        ('{"op":"INSERT","table":["public","a"],"pkey":["id"]}', '{"id": " 12", "v": "x"}'),
+    )
+    drain(pipeline)
+    last = _route_of_last_commit(pipeline)
+    assert (last["cdc.decode"], last["cdc.write"]) == ("spark", "arrow"), last
+    assert routes[-1]["a"].startswith("spark+arrow (")

@@ -39,6 +39,8 @@ log = logging.getLogger("cdc.merge")
 T = TypeVar("T")
 
 TXN_APP = "spark.databricks.delta.write.txnAppId"
+# what a commit records of how it was written (Commit.metadata: the engines' route)
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 CONFLICTS = (
     "CommitFailedError",  # delta-rs (cdc.targets.delta.delta_rs)
@@ -55,18 +57,21 @@ CONFLICTS = (
 
 @contextmanager
 def committing(spark: SparkSession, commit: Commit | None) -> Iterator[None]:
-    """Delta's txnAppId / txnVersion for the SQL writes in the block (none without a
-    commit)."""
+    """Delta's txnAppId / txnVersion for the SQL writes in the block, and the commit's
+    metadata as commitInfo.userMetadata (none without a commit)."""
     if commit is None:
         yield
         return
     spark.conf.set(TXN_APP, commit.app_id)
     spark.conf.set(TXN_VERSION, str(commit.version))
+    if commit.metadata is not None:
+        spark.conf.set(USER_METADATA, commit.metadata)
     try:
         yield
     finally:
         spark.conf.unset(TXN_APP)
         spark.conf.unset(TXN_VERSION)
+        spark.conf.unset(USER_METADATA)
 
 
 def is_concurrent_conflict(exc: BaseException) -> bool:

@@ -111,7 +111,11 @@ def merge(table: LocalTable, rows: pa.Table, plan: MergePlan, commit: Commit | N
 
     marks = None
     if commit is not None:
-        marks = CommitProperties(app_transactions=[Transaction(commit.app_id, commit.version)])
+        marks = CommitProperties(
+            app_transactions=[Transaction(commit.app_id, commit.version)],
+            # as Spark's commitInfo.userMetadata: the route that wrote it
+            custom_metadata=None if commit.metadata is None else {"userMetadata": commit.metadata},
+        )
     merger = table.table.merge(
         rows,
         on(plan),
