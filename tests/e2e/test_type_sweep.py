@@ -8,21 +8,33 @@ since 1970 in the proleptic Gregorian calendar), or its event is quarantined wit
 naming its column. Any other outcome (a changed value, a NULL in place of a value, an
 unexpected quarantine) fails. The table in docs/drain.md ("Types, value by value") is this
 file's summary.
+
+The same events are drained twice, by two consumers of the queue, into two target folders:
+with ``[drain] engine = "spark"`` (one batch) and with ``"arrow"``, and both are compared
+with the source. The values the Arrow decoder leaves to Spark (``left_to_spark``: bad
+values, dates and timestamps BC or past year 9999) come in a second transaction after a
+tick, which the Arrow run drains as a batch of its own: it decodes and writes the first
+tick's part of every table itself (BatchStats.routes says so) and hands the second's to
+Spark, whose decoder quarantines the bad events.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from cdc.engines.planner import ARROW, ENGINES, SPARK
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare
+from cdc.pipeline.apply import BatchStats
 from cdc.pipeline.drain import Drain
 from tests.support import drainkit
 
@@ -236,6 +248,17 @@ ROWS: list[tuple[int, str, str | Q]] = [
 ]
 
 
+# dates and timestamps the Arrow decoder leaves to Spark: BC, or past year 9999
+DATETIMES = {"d", "ts", "tstz", "da", "tsa", "tna", "od"}
+FAR = re.compile(r" BC\b|\d{5,}-\d\d-\d\d")
+
+
+def left_to_spark(col: str, value: str | Q) -> bool:
+    """Whether the Arrow decoder leaves the value's event to Spark (it decides every other):
+    a bad value (quarantined), a date or timestamp BC or past year 9999."""
+    return isinstance(value, Q) or (col in DATETIMES and FAR.search(value) is not None)
+
+
 def _create(conn: psycopg.Connection, table: str, part: list[str]) -> None:
     columns = sql.SQL(", ").join(
         sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(SWEEP[c][0])) for c in part
@@ -245,10 +268,15 @@ def _create(conn: psycopg.Connection, table: str, part: list[str]) -> None:
     )
 
 
-def _fill(conn: psycopg.Connection, table: str, part: list[str]) -> None:
+def _fill(conn: psycopg.Connection, table: str, part: list[str], later: bool) -> None:
+    """The rows of the part's values the Arrow decoder decides (and the row of NULLs), or
+    later: the others."""
     with conn.transaction():
-        conn.execute(sql.SQL("insert into {} (id) values (1)").format(sql.Identifier(table)))
+        if not later:
+            conn.execute(sql.SQL("insert into {} (id) values (1)").format(sql.Identifier(table)))
         for key, col, value in _rows(part):
+            if left_to_spark(col, value) != later:
+                continue
             text = value.sql if isinstance(value, Q) else value
             conn.execute(
                 sql.SQL("insert into {} (id, {}) values ({}, {})").format(
@@ -271,43 +299,94 @@ def _has_xml(conn: psycopg.Connection) -> bool:
     return True
 
 
+def _tick(conn: psycopg.Connection) -> int:
+    Queue(conn, "q").force_tick()
+    return Queue(conn, "q").tick()
+
+
+def _drain(
+    dsn: str, spark, root: Path, conf: list[dict], engine: str, first: int | None = None
+) -> list[str]:
+    """Drains the queue with the engine forced, by its own consumer, into root (the events
+    up to tick first in their own batch, when given). Returns each batch's routes, as
+    "target: route"."""
+    pipe = drainkit.pipeline(dsn, str(root), conf, consumer=engine)
+    pipe = replace(pipe, drain=replace(pipe.drain, engine=engine))
+    stats: list[BatchStats] = []
+    with Drain(pipe, spark) as drain:
+        if first is not None:
+            drain.run(on_batch=stats.append, stop_at_tick=first)
+        drain.run(on_batch=stats.append)
+    return [f"{t}: {route}" for s in stats for t, route in sorted(s.routes.items())]
+
+
 def test_every_type_at_its_edges_is_exact_or_quarantined(conn, dsn, spark, tmp_path):
     """Every value of every type arrives identical in Delta, or its event is quarantined
-    naming its column, in json, urlenc and sql: never a silent change."""
+    naming its column, in json, urlenc and sql, on both engines: never a silent change."""
     conn.execute("set timezone = 'UTC'")
     conn.execute(PRELUDE)
     Queue(conn, "q").create()
-    Consumer(conn, "q", "delta").register()
+    for engine in ENGINES:
+        Consumer(conn, "q", engine).register()
     parts = [[c for c in p if c != "x" or _has_xml(conn)] for p in PARTS]
     tables = {f"sweep_{fmt}_{n}": (fmt, part) for fmt in FORMATS for n, part in enumerate(parts)}
     for table, (fmt, part) in tables.items():
         _create(conn, table, part)
         capture.attach(conn, f"public.{table}", CaptureOptions(queue="q", format=fmt))
-        _fill(conn, table, part)
+        _fill(conn, table, part, later=False)
+    first = _tick(conn)
+    for table, (_, part) in tables.items():
+        _fill(conn, table, part, later=True)
     conf = [{"source": f"public.{t}", "target": t} for t in tables]
-    with Drain(drainkit.pipeline(dsn, str(tmp_path), conf), spark) as drain:
-        drain.run()
-
-    quarantined = {key for key, _, value in ROWS if isinstance(value, Q)}
-    reasons = spark.read.format("delta").load(str(tmp_path / "_quarantine")).collect()
+    # Spark decodes and writes every table in one batch; the Arrow engine the first tick's
+    # part of each, and its decoder leaves the second tick's to Spark
+    routes = _drain(dsn, spark, tmp_path / SPARK, conf, SPARK)
+    assert routes == [f"{t}: spark (drain.engine = spark)" for t in sorted(tables)]
+    routes = _drain(dsn, spark, tmp_path / ARROW, conf, ARROW, first)
+    assert routes == [f"{t}: arrow (drain.engine = arrow)" for t in sorted(tables)] + [
+        f"{t}: spark (the Arrow decoder was undecided)" for t in sorted(tables)
+    ]
     problems: list[str] = []
     for table, (_, part) in tables.items():
         cols = pgtypes.columns(conn, "public", table)
         source = {row[0]: row for row in compare.source_rows(conn, "public", table, cols)}
-        delta = {row[0]: row for row in compare.delta_rows(spark, str(tmp_path / table), cols)}
-        for key, col, value in [(1, "id", "(all NULL)"), *_rows(part)]:
-            if key in quarantined:
-                if key in delta:
-                    problems.append(f"{table}.{col} = {value}: not quarantined")
-            elif delta.get(key) != source[key]:
-                at = next(i for i, c in enumerate(cols) if c.name == col)
-                got = delta[key][at] if key in delta else "(row missing)"
-                problems.append(f"{table}.{col} = {value}: {str(got)[:80]!r}")
-        want = Counter(col for key, col, _ in _rows(part) if key in quarantined)
-        prefix = "value does not cast to the column type: "
+        for engine in ENGINES:
+            found = compare.delta_rows(spark, str(tmp_path / engine / table), cols)
+            problems += _differences(f"{engine}: {table}", part, source, found)
+    for engine in ENGINES:
+        reasons = spark.read.format("delta").load(str(tmp_path / engine / "_quarantine"))
+        problems += _quarantined(engine, tables, reasons.collect())
+    assert not problems, "\n".join(problems)
+
+
+QUARANTINED = {key for key, _, value in ROWS if isinstance(value, Q)}
+
+
+def _differences(where: str, part: list[str], source: dict, found: list[tuple]) -> list[str]:
+    """Each value of the part that did not arrive as the source holds it, or was not
+    quarantined when it should be."""
+    delta = {row[0]: row for row in found}
+    problems = []
+    for key, col, value in [(1, "id", "(all NULL)"), *_rows(part)]:
+        if key in QUARANTINED:
+            if key in delta:
+                problems.append(f"{where}.{col} = {value}: not quarantined")
+        elif delta.get(key) != source[key]:
+            at = ["id", *part].index(col)
+            got = delta[key][at] if key in delta else "(row missing)"
+            problems.append(f"{where}.{col} = {value}: {str(got)[:80]!r}")
+    return problems
+
+
+def _quarantined(engine: str, tables: dict[str, tuple[str, list[str]]], reasons: list) -> list[str]:
+    """Each table whose quarantined events are not those of its bad values, by column."""
+    problems = []
+    prefix = "value does not cast to the column type: "
+    for table, (_, part) in tables.items():
+        want = Counter(col for key, col, _ in _rows(part) if key in QUARANTINED)
         got = Counter(
             r.reason.removeprefix(prefix) for r in reasons if r.ev_extra1 == f"public.{table}"
         )
         if got != want:
-            problems.append(f"{table}: quarantined {dict(got)}, expected {dict(want)}")
-    assert not problems, "\n".join(problems)
+            problems.append(f"{engine}: {table}: quarantined {dict(got)}, expected {dict(want)}")
+    return problems

@@ -7,7 +7,9 @@ columns); ``simulate`` runs random transactions on it (key moves, swaps and shif
 DEFERRABLE key, deletes, re-inserts, partial UPDATEs, truncates). ``python_fold`` applies
 the documented rules to a target; ``RULES`` names one small case per rule. The same cases
 and simulations feed the pure tests (tests/unit) and the real fold and MERGE (tests/spark).
-No Spark and no PostgreSQL here.
+``engine_fold`` runs the same simulations through an engine's fold (both engines: the
+``engine`` fixture, tests/spark/conftest.py; the Arrow fold without a JVM: tests/unit). No
+Spark and no PostgreSQL here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cdc.pg.pgtypes import Column
+from cdc.rows import meta, present, value
+from tests.support.foldrows import merge_folded
 
 # The fold's three actions per key (cdc.rows.UPSERT, DELETE, UPDATE_IF_PRESENT).
 UPSERT, DELETE, UPDATE_IF_PRESENT = "U", "D", "M"
@@ -180,6 +184,40 @@ def python_fold(target: dict[int, Row], events: list[Event]) -> dict[int, Row]:
                 row.update(e.values)
         result[key] = row
     return result
+
+
+def decoded(events: list[Event]) -> list[Row]:
+    """The events as decoded rows of COLUMNS, under the row contract's names (cdc.rows: meta
+    op, ev_id, ev_txid; value(i) and present(i) per column)."""
+    return [
+        {
+            meta("op"): e.op,
+            meta("ev_id"): e.ev_id,
+            meta("ev_txid"): e.txid,
+            **{value(i): e.values.get(c.name) for i, c in enumerate(COLUMNS)},
+            **{present(i): c.name in e.values for i, c in enumerate(COLUMNS)},
+        }
+        for e in events
+    ]
+
+
+Fold = Callable[[list[Row], list[Column]], list[Row]]
+
+
+def engine_fold(fold: Fold) -> Callable[[dict[int, Row], list[Event]], dict[int, Row]]:
+    """python_fold's counterpart by an engine's fold (decoded rows -> folded rows, as
+    tests/support/engines.py gives them): the events after the batch's last TRUNCATE (which
+    empties the target) folded, and MERGEd into the target as the batch's MERGE plan says
+    (tests/support/foldrows.py's merge_folded)."""
+
+    def run(target: dict[int, Row], events: list[Event]) -> dict[int, Row]:
+        truncated = [e.ev_id for e in events if e.op == "R"]
+        after = [e for e in events if not truncated or e.ev_id > truncated[-1]]
+        start = {} if truncated else {(k,): v for k, v in target.items()}
+        folded = fold(decoded(after), COLUMNS) if after else []
+        return {k: v for (k,), v in merge_folded(start, folded, COLUMNS).items()}
+
+    return run
 
 
 def fixed(src_rows: dict[int, Row]) -> dict[int, tuple]:
