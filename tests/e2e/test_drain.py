@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
 from pathlib import Path
@@ -10,7 +11,6 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from cdc.engines.arrow import decode as driver_decode
 from cdc.errors import ConfigError
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
@@ -232,20 +232,30 @@ def test_history_has_one_row_per_event_even_when_a_batch_is_redone(small, dsn, s
     ]
 
 
-def test_a_history_target_is_not_decoded_on_the_driver_for_nothing(
-    small, dsn, spark, tmp_path, monkeypatch
-):
-    """A kind that cannot write from the driver (history appends with Spark) has its events
-    decoded by Spark only: the driver's decode would be thrown away."""
-    calls = []
-    decode = driver_decode.decode
-    monkeypatch.setattr(driver_decode, "decode", lambda *a: calls.append(1) or decode(*a))
-    small.execute("insert into a values (1, 'x', 1, null)")
+def test_a_history_target_is_the_same_whichever_engine_appends_it(small, dsn, spark, tmp_path):
+    """The Arrow engine appends a history target's events with delta-rs, Spark with its
+    writer: the same rows, the same types, and each batch says which engine wrote it."""
+    from cdc.pg.queue import Consumer
+
+    Consumer(small, "q", "other").register()
+    small.execute("insert into a values (1, 'x', 1.5, null), (2, 'y é', -2, null)")
+    small.execute("update a set v = 'z' where id = 1")
+    small.execute("delete from a where id = 2")
     history = [{"source": "public.a", "target": "a_history", "mode": "history"}]
-    with Drain(drainkit.pipeline(dsn, str(tmp_path), history), spark) as drain:
-        drain.run()
-    assert calls == []
-    assert spark.read.format("delta").load(str(tmp_path / "a_history")).count() == 1
+    tables: dict[str, tuple] = {}
+    for engine, consumer in (("arrow", "delta"), ("spark", "other")):
+        path = tmp_path / engine
+        pipe = drainkit.pipeline(dsn, str(path), history, consumer=consumer)
+        pipe = dataclasses.replace(pipe, drain=dataclasses.replace(pipe.drain, engine=engine))
+        routes: list[str] = []
+        with Drain(pipe, spark) as drain:
+            drain.run(on_batch=lambda stats, seen=routes: seen.extend(stats.routes.values()))
+        assert routes and all(r.startswith(engine + " (") for r in routes), routes
+        frame = spark.read.format("delta").load(str(path / "a_history"))
+        tables[engine] = (frame.schema.simpleString(), sorted(map(tuple, frame.collect())))
+    assert tables["arrow"] == tables["spark"]
+    ops = [(r[0], r[5], r[6]) for r in sorted(tables["arrow"][1], key=lambda r: r[1])]
+    assert ops == [("I", 1, "x"), ("I", 2, "y é"), ("U", 1, "z"), ("D", 2, "y é")]
 
 
 def test_delta_rs_reads_what_spark_wrote(small, dsn, spark, tmp_path):

@@ -104,12 +104,15 @@ def _op(fmt: formats.Format | None, ev_type: str | None) -> str:
     return op
 
 
-def decode(raw: pa.Table, columns: list[Column], drift: Drift | None = None) -> pa.Table | None:
-    """The typed rows of one table's raw events (cdc.pg.batch.EVENT_SCHEMA): meta op,
-    ev_id and ev_txid, then value(i) and present(i) per column, as decode.decode_table's
-    rows hold them; None when any answer is undecided (see the module docstring)."""
+def decode(
+    raw: pa.Table, columns: list[Column], drift: Drift | None = None, tick_id: int | None = None
+) -> pa.Table | None:
+    """The typed rows of one table's raw events (cdc.pg.batch.EVENT_SCHEMA) of the batch
+    ending at tick_id: meta op, ev_id, ev_txid, ev_time and tick_id, then value(i) and
+    present(i) per column, as the Spark decoder's rows hold them (cdc.rows); None when any
+    answer is undecided (see the module docstring)."""
     try:
-        return _decode(raw, columns, drift)
+        return _decode(raw, columns, drift, tick_id)
     except Undecided as why:
         log.debug("decoded by Spark: %s", why)
         return None
@@ -118,13 +121,22 @@ def decode(raw: pa.Table, columns: list[Column], drift: Drift | None = None) -> 
         return None
 
 
-def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Table:
+def _ticks(rows: int, tick_id: int | None) -> pa.Array:
+    """The batch's tick as the decoded rows' meta tick_id (null when not given)."""
+    if tick_id is None:
+        return pa.nulls(rows, pa.int64())
+    return pa.array(np.full(rows, tick_id, dtype=np.int64), pa.int64())
+
+
+def _decode(
+    raw: pa.Table, columns: list[Column], drift: Drift | None, tick_id: int | None = None
+) -> pa.Table:
     """Events of a shape its format knows (Format.driver_shape) decoded at once, shape by
     shape (at most MAX_SHAPES), the rest one by one (``_decode_each``)."""
     if drift is not None and drift.source_types:
         raise Undecided("a target column's type differs from the source's")
     if raw.num_rows == 0:
-        return _decode_each(raw, columns, drift)
+        return _decode_each(raw, columns, drift, tick_id)
     if raw.column("ev_data").null_count:
         raise Undecided("an event without ev_data")
     kinds, ops = _ops(raw.column("ev_type"))
@@ -145,16 +157,17 @@ def _decode(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Tab
             continue
         shapes, same = found
         if same.all():  # one shape holds every event: no copy of them
-            parts.append(_decode_shape(raw, ops, fmt, shapes, columns, drift))
+            parts.append(_decode_shape(raw, ops, fmt, shapes, columns, drift, tick_id))
         else:
             chosen = pa.array(same)
             part = raw.filter(chosen)
-            parts.append(_decode_shape(part, ops.filter(chosen), fmt, shapes, columns, drift))
+            chosen_ops = ops.filter(chosen)
+            parts.append(_decode_shape(part, chosen_ops, fmt, shapes, columns, drift, tick_id))
         todo &= ~same
     if todo.any():
         if todo.sum() > ONE_BY_ONE:
             raise Undecided(f"{todo.sum():,} events of no shape decoded at once")
-        parts.append(_decode_each(raw.filter(pa.array(todo)), columns, drift))
+        parts.append(_decode_each(raw.filter(pa.array(todo)), columns, drift, tick_id))
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts).sort_by(meta("ev_id"))
@@ -206,6 +219,7 @@ def _decode_shape(
     shapes: tuple[Shape, Shape],
     columns: list[Column],
     drift: Drift | None,
+    tick_id: int | None = None,
 ) -> pa.Table:
     """Events whose ev_data all match the pattern of shapes[0] (typed or not), decoded
     column by column: by the untyped shapes[1] where the typed one's read refuses."""
@@ -237,6 +251,8 @@ def _decode_shape(
         meta("op"): ops,
         meta("ev_id"): raw.column("ev_id"),
         meta("ev_txid"): raw.column("ev_txid"),
+        meta("ev_time"): raw.column("ev_time"),
+        meta("tick_id"): _ticks(raw.num_rows, tick_id),
     }
     for i, c in enumerate(columns):
         if c.name in typed:  # read in its type (its pattern admitted only its forms)
@@ -250,7 +266,9 @@ def _decode_shape(
     return pa.table(out)
 
 
-def _decode_each(raw: pa.Table, columns: list[Column], drift: Drift | None) -> pa.Table:
+def _decode_each(
+    raw: pa.Table, columns: list[Column], drift: Drift | None, tick_id: int | None = None
+) -> pa.Table:
     """Events decoded one by one, by their format's driver_map."""
     names = [c.name for c in columns]
     known = set(names)
@@ -282,6 +300,8 @@ def _decode_each(raw: pa.Table, columns: list[Column], drift: Drift | None) -> p
         meta("op"): pa.array(ops, pa.string()),
         meta("ev_id"): raw.column("ev_id"),
         meta("ev_txid"): raw.column("ev_txid"),
+        meta("ev_time"): raw.column("ev_time"),
+        meta("tick_id"): _ticks(raw.num_rows, tick_id),
     }
     for i, c in enumerate(columns):
         out[value(i)] = pa.array(values[i], arrow_type(c.spark_type))

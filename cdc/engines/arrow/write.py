@@ -188,6 +188,32 @@ def merge(table: delta_table.LocalTable, folded: pa.Table, plan: MergePlan, comm
     delta_rs.merge(table, folded, plan, commit)
 
 
+def try_append(
+    table: delta_table.LocalTable, rows: pa.Table, schema: list[tuple[str, str]], commit: Commit
+) -> bool:
+    """Appends rows (named and typed as the target's schema) in one commit marked with
+    commit, nothing when the target already holds it; False, with a warning, as try_merge."""
+    try:
+        if committed(table, commit):
+            log.info("%s: tick %d already committed", commit.app_id, commit.version)
+        else:
+            delta_rs.append(table, rows, schema, commit)
+    except Exception as exc:
+        if delta_table.is_concurrent_conflict(exc):
+            raise
+        log.warning("%s: written with Spark, delta-rs failed: %s", commit.app_id, exc)
+        return False
+    return True
+
+
+def appendable(table: delta_table.LocalTable, schema: list[tuple[str, str]]) -> bool:
+    """Whether delta-rs may append to the target as Spark would: only features it writes
+    correctly, every column under its exact name (an append rewrites no file, so the
+    target's size does not matter)."""
+    names = {f.name for f in table.schema().fields}
+    return features(table) <= WRITABLE_FEATURES and all(n in names for n, _ in schema)
+
+
 def try_merge(
     table: delta_table.LocalTable, folded: pa.Table, plan: MergePlan, commit: Commit
 ) -> bool:

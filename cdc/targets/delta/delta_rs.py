@@ -16,7 +16,7 @@ literals have no backslash escapes (Spark SQL's do: cdc.targets.delta.spark_sql)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc.targets.merge_plan import (
     ALWAYS,
@@ -104,25 +104,30 @@ def _condition(condition: SourceIs | None) -> str | None:
     return None if condition is None else f"s.{condition.column} = {_string(condition.value)}"
 
 
+def _marks(commit: Commit | None) -> Any:
+    """A write's commit properties: the commit identity as a ``txn`` action (a rerun finds
+    it, as Spark's txnAppId / txnVersion), and its metadata as commitInfo.userMetadata (the
+    route that wrote it), as Spark writes them."""
+    from deltalake import CommitProperties, Transaction
+
+    if commit is None:
+        return None
+    return CommitProperties(
+        app_transactions=[Transaction(commit.app_id, commit.version)],
+        custom_metadata=None if commit.metadata is None else {"userMetadata": commit.metadata},
+    )
+
+
 def merge(table: LocalTable, rows: pa.Table, plan: MergePlan, commit: Commit | None) -> None:
     """MERGEs rows (the source, ``s``) into the table (``t``) as the plan says, in one
     commit, marked with commit when given."""
-    from deltalake import CommitProperties, Transaction
-
-    marks = None
-    if commit is not None:
-        marks = CommitProperties(
-            app_transactions=[Transaction(commit.app_id, commit.version)],
-            # as Spark's commitInfo.userMetadata: the route that wrote it
-            custom_metadata=None if commit.metadata is None else {"userMetadata": commit.metadata},
-        )
     merger = table.table.merge(
         rows,
         on(plan),
         source_alias="s",
         target_alias="t",
         error_on_type_mismatch=True,
-        commit_properties=marks,
+        commit_properties=_marks(commit),
     )
     if plan.delete_when is not None:
         merger = merger.when_matched_delete(_condition(plan.delete_when))
@@ -131,12 +136,22 @@ def merge(table: LocalTable, rows: pa.Table, plan: MergePlan, commit: Commit | N
     merger.when_not_matched_insert(inserts(plan), _condition(plan.insert_when)).execute()
 
 
-def append(table: LocalTable, rows: pa.Table, schema: list[tuple[str, str]]) -> None:
-    """Appends rows (columns named and typed as the target's) in one commit; delta-rs refuses
-    a type that differs from the target's."""
+def append(
+    table: LocalTable,
+    rows: pa.Table,
+    schema: list[tuple[str, str]],
+    commit: Commit | None = None,
+) -> None:
+    """Appends rows (columns named and typed as the target's) in one commit, marked with
+    commit when given; delta-rs refuses a type that differs from the target's."""
     from deltalake import write_deltalake
 
-    write_deltalake(table.table, rows.select([n for n, _ in schema]), mode="append")
+    write_deltalake(
+        table.table,
+        rows.select([n for n, _ in schema]),
+        mode="append",
+        commit_properties=_marks(commit),
+    )
 
 
 def holds_none_between(table: LocalTable, bounds: Bounds) -> bool:
