@@ -106,7 +106,8 @@ class PartRunner:
         raw = part.events.arrow[part.table.source]
         kind = registry.kind(part.table.mode)
         started = time.monotonic()
-        rows = arrow_decode.decode(raw, part.columns, part.drift)
+        # the commit's version is the batch's tick (cdc.targets.table.Commit)
+        rows = arrow_decode.decode(raw, part.columns, part.drift, part.commit.version)
         started = add_time(part.out.timings, "decode", started)
         if rows is None:
             return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
