@@ -203,4 +203,5 @@ def _event(row: dict[str, Any], keys: list[str]) -> dict[str, Any]:
         "key": {k: kv.get(k) for k in keys},
         "state": row["state"],
         "reason": row["current_reason"],
+        "cause": row.get("cause"),  # cdc.targets.quarantine.CAUSES
     }

@@ -42,14 +42,14 @@ from cdc.engines.spark import decode as spark_decode
 from cdc.errors import CdcError
 from cdc.pg import source as source_module
 from cdc.pg.queue import Batch
-from cdc.pipeline.parts import MATERIALIZE_SOURCE, Outcome, PartRunner, TablePart
+from cdc.pipeline.parts import Outcome, PartRunner, TablePart
 from cdc.pipeline.pool import SessionPool, in_session
-from cdc.pipeline.quarantined import failing_events, stray_reason
+from cdc.pipeline.quarantined import failing_events, stray_events
 from cdc.pipeline.reader import BatchEvents
 from cdc.pipeline.source_columns import Found, SourceColumns
 from cdc.rows import add_time
 from cdc.spark import is_local
-from cdc.targets import delta_table, failing, quarantine, registry, schema_drift
+from cdc.targets import delta_table, failing, quarantine
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id
 
 log = logging.getLogger("cdc.drain")
@@ -103,12 +103,7 @@ class BatchApplier:
         self.pool = SessionPool(spark, workers, worker_conf(spark))
         self._committed = 0  # tables committed in this batch (the stage "committed:<n>")
         self._count_lock = threading.Lock()
-        self.parts = PartRunner(
-            local_master=is_local(spark),
-            # the drain's own setting (spark-submit --conf), kept for large parts
-            materialize=spark.conf.get(MATERIALIZE_SOURCE, "auto") or "auto",
-            engine=pipeline.drain.engine,  # the planner's choice, or one engine forced
-        )
+        self.parts = PartRunner.of(spark, pipeline.drain.engine)
 
     def close(self) -> None:
         self.pool.close()
@@ -164,10 +159,7 @@ class BatchApplier:
         failing earlier."""
         bad: list[DataFrame] = []
         if events.strays is not None:
-            strays = spark_decode.with_op_and_map(events.strays).withColumn(
-                "reason", stray_reason(self.pipeline)
-            )
-            bad.append(strays)
+            bad.append(stray_events(self.pipeline, spark_decode.with_op_and_map(events.strays)))
         marks = self.marks.current(self.spark)
         todo: list[TableMap] = []
         for table in self.pipeline.tables:
@@ -228,23 +220,20 @@ class BatchApplier:
         stage: Callable[[str], None],
         spark: SparkSession,
     ) -> Outcome:
-        """One table's part of the batch, on a worker's session: decoded, folded and written
-        to its target. Returns its failure when the table cannot be applied; raises an
+        """One table's part of the batch, on a worker's session: its target made to follow
+        the source's schema, then decoded, folded and written (cdc.pipeline.parts, as a
+        replay's). Returns its failure when the table cannot be applied; raises an
         infrastructure failure (it stops the batch)."""
         started = time.monotonic()
         out = Outcome()
         if self._done_before(table.target, batch):
             return out
         ref, commit = self._target(table.target, batch)
-        kind = registry.kind(table.mode)
         name = self.catalog_name(table)
         try:
             columns, fill = found[name].get()
-            # the target follows the source's schema where it can; drift says how events
-            # are written
-            drift = schema_drift.reconcile(spark, None, ref, name, columns, kind, fill)
-            columns = drift.columns
-            self.parts.run(TablePart(table, events, columns, drift, ref, commit, out), spark)
+            part = TablePart(table, events, name, columns, fill, ref, commit, out)
+            self.parts.run(part, spark)
         except Exception as exc:
             failure = failures.classify(exc, self.pipeline.target_path)
             if failure.kind != failures.TABLE:

@@ -1,13 +1,16 @@
-"""One table's part of a batch: planned (cdc.engines.planner), decoded and written by the
-engines the plan names, its route recorded.
+"""One table's part of a batch: its target made to follow the source's schema, then planned
+(cdc.engines.planner), decoded and written by the engines the plan names, its route recorded.
 
-``PartRunner.run`` takes a part whose target already follows the source's schema: the
+``PartRunner.run`` first brings the target in line with the source's columns
+(cdc.targets.schema_drift.reconcile: the drift says how the events are written); then the
 planner's first step picks the decoding engine; the Arrow engine decodes on the driver
 (cdc.engines.arrow.decode) and the kind writes the rows with delta-rs (its
 ``apply_on_driver``) where the planner's second step lets it; otherwise Spark decodes
 (cdc.engines.spark.decode, bad events kept for the quarantine) and the kind writes (its
 ``apply``, which may still hand a small part's folded rows to delta-rs). Both the drain
-(cdc.pipeline.apply) and the quarantine's replay (cdc.pipeline.replay) run parts this way.
+(cdc.pipeline.apply) and the quarantine's replay (cdc.pipeline.replay_apply) run parts this
+way: a replay's part is its quarantined events as one table's frame, with no Arrow rows, so
+the planner gives it to Spark.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from cdc.pg import pgtypes
 from cdc.pipeline.pool import in_session
 from cdc.pipeline.reader import BatchEvents
 from cdc.rows import TableBatch, add_time
-from cdc.targets import delta_table, registry, schema_drift
+from cdc.spark import is_local
+from cdc.targets import delta_table, quarantine, registry, schema_drift
 from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef
 
@@ -49,7 +53,9 @@ class Outcome:
     """What one table's task did."""
 
     decoded: spark_decode.Decoded | None = None
-    bad: DataFrame | None = None  # its bad events (in the task's session), when any
+    # its bad events (in the task's session, cause BAD_EVENT), when any: known before the
+    # write, so kept when the write fails too
+    bad: DataFrame | None = None
     failure: str | None = None  # why it cannot be applied (it becomes failing)
     timings: dict[str, float] = field(default_factory=dict)
     seconds: float | None = None
@@ -58,12 +64,13 @@ class Outcome:
 
 @dataclass(frozen=True)
 class TablePart:
-    """One table's part of a batch, ready to be decoded and written."""
+    """One table's part of a batch, with the source's schema now."""
 
     table: TableMap
     events: BatchEvents
-    columns: list[pgtypes.Column]  # as written (schema_drift.Drift.columns)
-    drift: schema_drift.Drift
+    source: tuple[str, str]  # the source table in the catalog (a renamed table's new name)
+    columns: list[pgtypes.Column]  # the source's (pgtypes.keyed_columns)
+    fill: schema_drift.Fill  # the source's (schema_drift.fill_of)
     ref: TableRef
     commit: Commit
     out: Outcome
@@ -77,14 +84,27 @@ class PartRunner:
     materialize: str  # the drain's own merge.materializeSource ("auto" unless submitted)
     engine: str | None  # drain.engine: None lets the planner choose
 
+    @classmethod
+    def of(cls, spark: SparkSession, engine: str | None) -> PartRunner:
+        """A runner with the session's settings: its master, its own merge.materializeSource
+        (spark-submit --conf: kept for large parts), and drain.engine (None: the planner's
+        choice, else the one engine forced)."""
+        materialize = spark.conf.get(MATERIALIZE_SOURCE, "auto") or "auto"
+        return cls(local_master=is_local(spark), materialize=materialize, engine=engine)
+
     def run(self, part: TablePart, spark: SparkSession) -> None:
-        """Decodes and writes the part by the planned engines; part.out gets the route."""
+        """Brings the target in line with the source's schema, then decodes and writes the
+        part by the planned engines; part.out gets the route. Raises what the drain
+        classifies (cdc.failures): a table that cannot be applied, or the infrastructure."""
         kind = registry.kind(part.table.mode)
+        drift = schema_drift.reconcile(
+            spark, None, part.ref, part.source, part.columns, kind, part.fill
+        )
         route = planner.decode_route(self.facts(part, kind))
         if route.decode == planner.ARROW:
-            route = self.on_driver(part, route)
+            route = self.on_driver(part, drift, route)
         if route.decode == planner.SPARK:
-            self.in_spark(part, route, spark)
+            self.in_spark(part, drift, route, spark)
 
     def facts(self, part: TablePart, kind: TargetKind) -> planner.PartFacts:
         """What the planner is told of a part before it is decoded."""
@@ -98,7 +118,9 @@ class PartRunner:
             forced=self.engine,
         )
 
-    def on_driver(self, part: TablePart, route: planner.Route) -> planner.Route:
+    def on_driver(
+        self, part: TablePart, drift: schema_drift.Drift, route: planner.Route
+    ) -> planner.Route:
         """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and, where the
         planner lets it, written by it (the kind's apply_on_driver); the route it took: Spark
         decodes and writes it when the Arrow decoder is undecided or the target cannot be
@@ -107,13 +129,13 @@ class PartRunner:
         kind = registry.kind(part.table.mode)
         started = time.monotonic()
         # the commit's version is the batch's tick (cdc.targets.table.Commit)
-        rows = arrow_decode.decode(raw, part.columns, part.drift, part.commit.version)
+        rows = arrow_decode.decode(raw, drift.columns, drift, part.commit.version)
         started = add_time(part.out.timings, "decode", started)
         if rows is None:
             return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
         route = route.decoded_by(planner.ARROW, route.why)
         commit = replace(part.commit, metadata=route.metadata())
-        write = partial(kind.apply_on_driver, part.ref, commit, rows, part.columns)
+        write = partial(kind.apply_on_driver, part.ref, commit, rows, drift.columns)
         # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
         done = delta_table.retry_conflicts(write, f"table {part.table.target}")
         add_time(part.out.timings, "fold+merge", started)
@@ -122,32 +144,34 @@ class PartRunner:
         part.out.route = route
         return route
 
-    def in_spark(self, part: TablePart, route: planner.Route, spark: SparkSession) -> None:
+    def in_spark(
+        self, part: TablePart, drift: schema_drift.Drift, route: planner.Route, spark: SparkSession
+    ) -> None:
         """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept
         for the quarantine) and written by its kind (a small part may be written by delta-rs:
         Mirror.apply asks the planner)."""
         started = time.monotonic()
-        told = self.facts(part, registry.kind(part.table.mode))
+        kind = registry.kind(part.table.mode)
+        told = self.facts(part, kind)
         small = told.small and told.held_on_driver and told.default_merge_source
-        out, columns = part.out, part.columns
+        out, columns = part.out, drift.columns
         frame = in_session(part.events.tables[part.table.source], spark)
         out.decoded = spark_decode.decode_table(
-            frame, columns, part.events.formats[part.table.source], part.drift, cache=not small
+            frame, columns, part.events.formats[part.table.source], drift, cache=not small
         )
         facts = out.decoded.facts(columns)  # decodes, into the cache
         add_time(out.timings, "decode", started)
+        if facts.bad:
+            out.bad = out.decoded.bad.withColumn("cause", F.lit(quarantine.BAD_EVENT))
+            if facts.recreated_at is not None and kind.holds_rows:
+                # a dropped table's events, which the marker of its successor empties away
+                out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)
         rows = TableBatch(
             out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small,
             route=route, forced=self.engine,
         )  # fmt: skip
         spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self.materialize)
-        kind = registry.kind(part.table.mode)
         commit = replace(part.commit, metadata=route.metadata())
         write = partial(kind.apply, spark, part.ref, commit, rows)
         delta_table.retry_conflicts(write, f"table {part.table.target}")
         out.route = rows.route  # the kind's write may have taken delta-rs (a small part)
-        if facts.bad:
-            out.bad = out.decoded.bad
-            if facts.recreated_at is not None and kind.holds_rows:
-                # a dropped table's events, which the marker of its successor empties away
-                out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)

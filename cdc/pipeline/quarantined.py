@@ -1,6 +1,6 @@
-"""The quarantine's reasons for events the drain does not apply: events of tables the
-pipeline does not replicate, and events of sources whose target is failing
-(cdc.targets.failing). Their texts are made here only.
+"""The quarantine's reasons and causes (cdc.targets.quarantine.CAUSES) for events the drain
+does not apply: events of tables the pipeline does not replicate, and events of sources
+whose target is failing (cdc.targets.failing). Their texts are made here only.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pyspark.sql import functions as F
 
 from cdc.config import Pipeline
 from cdc.pipeline.reader import BatchEvents
-from cdc.targets import failing
+from cdc.targets import failing, quarantine
 
-__all__ = ["failing_events", "stray_reason"]
+__all__ = ["failing_events", "stray_events"]
 
 
 def stray_reason(pipeline: Pipeline) -> Column:
@@ -26,6 +26,13 @@ def stray_reason(pipeline: Pipeline) -> Column:
     return reason
 
 
+def stray_events(pipeline: Pipeline, strays: DataFrame) -> DataFrame:
+    """The events of tables the pipeline does not replicate, with their reason and cause."""
+    return strays.withColumn("reason", stray_reason(pipeline)).withColumn(
+        "cause", F.lit(quarantine.STRAY)
+    )
+
+
 def failing_events(
     pipeline: Pipeline,
     events: BatchEvents,
@@ -33,7 +40,7 @@ def failing_events(
     newly: dict[str, tuple[str, str]],
 ) -> list[DataFrame]:
     """The batch's events of the sources with a failing target, once per source, with the
-    reasons."""
+    reasons (and the cause FAILING_TARGET)."""
     reasons: dict[str, list[str]] = {}
     for table in pipeline.tables:
         if table.target in newly:
@@ -48,7 +55,9 @@ def failing_events(
             continue
         reasons.setdefault(table.source, []).append(why)
     return [
-        events.tables[source].withColumn("reason", F.lit("; ".join(why)))
+        events.tables[source]
+        .withColumn("reason", F.lit("; ".join(why)))
+        .withColumn("cause", F.lit(quarantine.FAILING_TARGET))
         for source, why in reasons.items()
         if source in events.tables
     ]

@@ -242,10 +242,11 @@ class Job:
         quarantines them again)."""
         bad = typed.where(F.col("__reason").isNotNull())
         values = {
-            "ev_type": F.lit("snapshot"),
+            "ev_type": F.lit(quarantine.SNAPSHOT),
             "ev_data": F.col("__raw"),
             "ev_extra1": F.lit(self.source),
             "reason": F.col("__reason"),
+            "cause": F.lit(quarantine.SNAPSHOT_ROW),
         }
         frame = quarantine.conform(bad, values)
         quarantine.append(self.spark, self.pipeline.table(self.pipeline.quarantine), frame)

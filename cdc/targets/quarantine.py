@@ -1,8 +1,10 @@
 """The quarantine: one Delta table per pipeline (``target.quarantine``) holding the events
 that could not be applied (undecodable, a value that does not fit its column, a table not in
-the configuration, a failing target's events), each with its tick and the reason, and the
+the configuration, a failing target's events), each with its tick, the reason (text, for
+people) and the cause (one of ``CAUSES``, for the code: the replay reads it), and the
 snapshot rows whose values do not cast (as ev_type 'snapshot'). Only appended to: by the
-drain once per batch, marked with the batch's Commit; by the snapshot without one.
+drain once per batch, marked with the batch's Commit; by the snapshot without one. Rows of
+versions before the cause was stored have none: ``cause_of`` reads theirs from the reason.
 
 What became of a quarantined row is kept beside it, in ``<quarantine>_resolved`` (appended
 to, never rewritten, like the failing marks): one row per quarantined row and run of ``cdc
@@ -34,11 +36,13 @@ if TYPE_CHECKING:
     from cdc.config import Pipeline
 
 __all__ = [
+    "CAUSES",
     "OPEN",
     "RESOLVED",
     "RESOLVED_SCHEMA",
     "SCHEMA",
     "append",
+    "cause_of",
     "conform",
     "latest",
     "open_counts",
@@ -60,7 +64,15 @@ SCHEMA = [
     ("ev_extra4", "string"),
     ("tick_id", "long"),
     ("reason", "string"),
+    ("cause", "string"),  # one of CAUSES; null in rows of earlier versions (cause_of)
 ]
+
+# What sent a row to the quarantine (its ``cause``):
+BAD_EVENT = "bad_event"  # the event does not decode or fit its target (the reason says why)
+STRAY = "stray"  # an event of a table the pipeline does not replicate
+FAILING_TARGET = "failing_target"  # an event of a table with a failing target (its resync)
+SNAPSHOT_ROW = "snapshot"  # a snapshot row whose values do not cast
+CAUSES = (BAD_EVENT, STRAY, FAILING_TARGET, SNAPSHOT_ROW)
 
 REPLAYING, FAILED = "replaying", "failed"
 REPLAYED, SUPERSEDED, DISCARDED = "replayed", "superseded", "discarded"
@@ -88,10 +100,34 @@ def resolved_name(quarantine: str) -> str:
 
 def conform(frame: DataFrame, values: dict[str, SparkColumn] | None = None) -> DataFrame:
     """The frame's columns as the quarantine's: the frame's own columns of those names, or,
-    given values, those values and nulls for the others."""
+    given values, those values and nulls for the others. Every producer states the cause."""
     if values is None:
         return frame.select(*[F.col(n).cast(t).alias(n) for n, t in SCHEMA])
+    assert "cause" in values, "a quarantined row states its cause"
     return frame.select(*[values.get(n, F.lit(None)).cast(t).alias(n) for n, t in SCHEMA])
+
+
+def cause_of(frame: DataFrame) -> SparkColumn:
+    """The cause of each quarantined row of frame: its stored one. The compatibility rule for
+    rows of earlier versions, which stored none (null, or a table without the column): the
+    cause is read from what those versions wrote, and only here. A reason starting "target "
+    was a failing target's event (cdc.pipeline.quarantined wrote "target X cannot be applied:
+    ..." and "target X is failing since tick ...", and no other reason starts so); ev_type
+    'snapshot' a snapshot row; "table not in the configuration" and "table refused by the
+    configuration: ..." an event of a table not replicated; any other a bad event."""
+    reason = F.col("reason")
+    legacy = (
+        F.when(reason.startswith("target "), F.lit(FAILING_TARGET))
+        .when(F.col("ev_type") == SNAPSHOT, F.lit(SNAPSHOT_ROW))
+        .when(
+            (reason == "table not in the configuration")
+            | reason.startswith("table refused by the configuration: "),
+            F.lit(STRAY),
+        )
+        .otherwise(F.lit(BAD_EVENT))
+    )
+    stored = F.col("cause") if "cause" in frame.columns else F.lit(None).cast("string")
+    return F.coalesce(stored, legacy)
 
 
 def append(
@@ -167,8 +203,12 @@ def open_counts_of(pipeline: Pipeline) -> dict[str | None, int]:
 
 
 def _identity(frame: DataFrame) -> DataFrame:
-    return frame.withColumn("source", F.col("ev_extra1")).withColumn(
-        "data_md5", F.md5(F.coalesce(F.col("ev_data"), F.lit("")))
+    """The rows with their identity and their cause (cause_of: a row of an earlier version
+    gets the one its reason tells)."""
+    return (
+        frame.withColumn("source", F.col("ev_extra1"))
+        .withColumn("data_md5", F.md5(F.coalesce(F.col("ev_data"), F.lit(""))))
+        .withColumn("cause", cause_of(frame))
     )
 
 
@@ -193,9 +233,9 @@ def resolutions(spark: SparkSession, resolved: TableRef) -> DataFrame | None:
 
 
 def with_state(spark: SparkSession, quarantine: TableRef, resolved: TableRef) -> DataFrame | None:
-    """The quarantined rows with their identity, ``state`` (OPEN when never resolved),
-    ``current_reason`` (a failed replay's new reason, else the quarantine's), ``run`` and
-    ``resolved_at`` (None: no quarantine yet)."""
+    """The quarantined rows (their ``cause`` as cause_of reads it) with their identity,
+    ``state`` (OPEN when never resolved), ``current_reason`` (a failed replay's new reason,
+    else the quarantine's), ``run`` and ``resolved_at`` (None: no quarantine yet)."""
     if not delta_table.exists(spark, quarantine):
         return None
     rows = _identity(delta_table.read(spark, quarantine)).dropDuplicates([*IDENTITY])

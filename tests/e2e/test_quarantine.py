@@ -11,17 +11,20 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from cdc import cli
 from cdc.cli import exitcodes
+from cdc.errors import CdcError
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare, replay, verify
 from cdc.pipeline.drain import Drain
+from cdc.pipeline.resync import resync
 from cdc.targets import quarantine
 from cdc.targets.table import TableRef
 from tests.support import drainkit
@@ -230,3 +233,57 @@ def test_replay_after_the_cause_is_fixed_is_exactly_once(conn, dsn, spark, tmp_p
     [verdict] = verify.Verifier(pipe, spark).run(["public.o"])
     assert (verdict.state, verdict.differences, verdict.quarantined) == ("quarantined", 0, 1)
     assert verdict.keys == [{"kind": "missing in Delta", "key": {"id": 21}, "quarantined": True}]
+
+
+def _earlier_shape(spark, path: Path) -> None:
+    """The quarantine as versions before the cause column wrote it: the same rows, no cause."""
+    rows = spark.read.format("delta").load(str(path))
+    assert rows.where("cause is null").count() == 0
+    old = rows.drop("cause")
+    old.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(path))
+
+
+def _causes(spark, root: Path) -> Counter:
+    """(whether a snapshot row, cause as stored) of the quarantined rows, counted."""
+    rows = spark.read.format("delta").load(str(root / "_quarantine"))
+    stored = "cause" in rows.columns
+    return Counter(
+        (r.ev_type == quarantine.SNAPSHOT, r.cause if stored else None) for r in rows.collect()
+    )
+
+
+@pytest.mark.parametrize("shape", ["current", "earlier"])
+def test_a_failing_targets_events_are_superseded_by_its_resync(conn, dsn, spark, tmp_path, shape):
+    """Table c dropped while its events wait: its target fails and its events are quarantined
+    as a failing target's; c comes back, and its resync quarantines a row that does not cast
+    as a snapshot row; then replay marks the events superseded and applies none (the snapshot
+    row stays). A quarantine of an earlier version's shape (no cause column: the cause read
+    from the reason) replays the same, and takes the column on the snapshot's append."""
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table c (id int primary key, n numeric(5,2))")
+    capture.attach(conn, "public.c", CaptureOptions(queue="q", format="json"))
+    conn.execute("insert into c select g, g from generate_series(1, 5) g")
+    conn.execute("drop table c")
+    tables = [{"source": "public.c", "target": "c"}]
+    _drain(dsn, tmp_path, tables, spark)
+    assert _open(tmp_path) == {"public.c": 5}
+    failing = (False, quarantine.FAILING_TARGET)
+    assert _causes(spark, tmp_path) == {failing: 5}
+    if shape == "earlier":
+        _earlier_shape(spark, tmp_path / "_quarantine")
+        failing = (failing[0], None)
+    conn.execute("create table c (id int primary key, n numeric(5,2))")
+    capture.attach(conn, "public.c", CaptureOptions(queue="q", format="json"))
+    conn.execute("insert into c select g, g * 2 from generate_series(1, 3) g")
+    conn.execute("insert into c values (4, 'NaN')")
+    pipe = drainkit.pipeline(dsn, str(tmp_path), tables)
+    with pytest.raises(CdcError, match="are failing"):
+        replay.Replayer(pipe, spark).replay("public.c")
+    assert resync(pipe, spark, "public.c", progress=False).cleared == ("c",)
+    assert _causes(spark, tmp_path) == {failing: 5, (True, quarantine.SNAPSHOT_ROW): 1}
+    result = replay.Replayer(pipe, spark).replay("public.c")
+    assert (result.replayed, result.superseded, result.failed) == (0, 5, 0)
+    source, delta = _rows(conn, spark, tmp_path, "c", "c")
+    assert delta == [row for row in source if row[0] != 4]
+    assert _open(tmp_path) == {"public.c": 1}  # the snapshot row

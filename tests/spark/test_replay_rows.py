@@ -1,4 +1,4 @@
-"""The replay's comparison of a key's row then and now (cdc.pipeline.replay.aligned and
+"""The replay's comparison of a key's row then and now (cdc.pipeline.replay_plan.aligned and
 same_row): typed values, not their text, so a column widened in between (a decimal's scale,
 float to double, date to timestamp_ntz) or added since (NULL) is no change, and a float
 compares exactly."""
@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import functions as F
 
-from cdc.pipeline.replay import aligned, same_row
+from cdc.pipeline.replay_plan import aligned, same_row
 
 pytestmark = pytest.mark.spark
 

@@ -1,6 +1,6 @@
 """The quarantine's pure parts: a row's current state among its resolutions, the open
-counts status shows (read with delta-rs), the replay's version before a tick and its
-reading of reasons, verify's key texts, and the command line of ``cdc quarantine``."""
+counts status shows (read with delta-rs), the replay's version before a tick, verify's key
+texts, and the command line of ``cdc quarantine``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from deltalake import write_deltalake
 from cdc.cli import build_parser
 from cdc.cli import quarantine as cli_quarantine
 from cdc.errors import ConfigError
-from cdc.pipeline import compare, replay
+from cdc.pipeline import compare, replay_plan
 from cdc.targets import quarantine
 from cdc.targets.table import TableRef
 
@@ -128,14 +128,14 @@ def test_open_counts_leave_out_resolved_rows(tmp_path):
 def test_version_before_a_tick(tick, expected):
     """The target's state the event's batch started from."""
     ticks = [(2, 5), (4, 9)]  # (version, tick) of the drain's commits; others: not the drain
-    assert replay.versions_before(ticks, [tick], now=7) == {tick: expected}
+    assert replay_plan.versions_before(ticks, [tick], now=7) == {tick: expected}
 
 
 def test_versions_before_many_ticks_at_once():
     """Several ticks in one pass, the drain's commits given in any order: for each tick, the
     version before the lowest-versioned drain commit of a tick at or after it."""
     ticks = [(3, 8), (5, 4), (6, 9)]
-    assert replay.versions_before(ticks, [1, 4, 5, 8, 9, 10], now=9) == {
+    assert replay_plan.versions_before(ticks, [1, 4, 5, 8, 9, 10], now=9) == {
         1: 2,
         4: 2,
         5: 2,
@@ -143,14 +143,6 @@ def test_versions_before_many_ticks_at_once():
         9: 5,
         10: 9,
     }
-
-
-def test_failing_reasons_are_told_apart_from_value_reasons():
-    assert replay.is_failing_reason("target t is failing since tick 4 (x): `cdc resync a`")
-    assert replay.is_failing_reason("target t cannot be applied: boom")
-    assert not replay.is_failing_reason("value does not cast to the column type: amount")
-    assert not replay.is_failing_reason("table not in the configuration")
-    assert not replay.is_failing_reason(None)
 
 
 def test_key_texts_match_event_texts():
