@@ -262,12 +262,15 @@ def _raw(events: list[tuple[str, str | None]]) -> pa.Table:
     return pa.Table.from_pylist(rows, EVENT_SCHEMA)
 
 
+TICK = 1  # the batch's tick, as both decoders are given it
+
+
 def _spark_rows(spark, raw: pa.Table, drift: Drift | None) -> tuple[pa.Table, int]:
-    frame = spark.createDataFrame(raw).withColumn("tick_id", F.lit(1).cast("long"))
+    frame = spark.createDataFrame(raw).withColumn("tick_id", F.lit(TICK).cast("long"))
     decoded = decode.decode_table(frame, COLUMNS, drift=drift)
     try:
         bad = decoded.facts(COLUMNS).bad
-        names = [decode.meta(n) for n in ("op", "ev_id", "ev_txid")]
+        names = [decode.meta(n) for n in ("op", "ev_id", "ev_txid", "ev_time", "tick_id")]
         names += [decode.value(i) for i in range(len(COLUMNS))]
         names += [decode.present(i) for i in range(len(COLUMNS))]
         return decoded.rows.select(*names).toArrow(), bad
@@ -304,7 +307,7 @@ GOOD_EVENTS = [
 
 def test_events_decode_as_in_spark(spark):
     raw = _raw(GOOD_EVENTS)
-    mine = driver_decode.decode(raw, COLUMNS)
+    mine = driver_decode.decode(raw, COLUMNS, tick_id=TICK)
     assert mine is not None, "every event here is decided on the driver"
     spark_rows, bad = _spark_rows(spark, raw, None)
     assert bad == 0
@@ -322,7 +325,7 @@ def _compact(event: tuple[str, str | None]) -> tuple[str, str | None]:
 def test_events_in_the_triggers_form_decode_by_shape_as_in_spark(spark):
     # many events of each shape, so that each is decoded by its shape (Format.driver_shape)
     raw = _raw([_compact(e) for e in GOOD_EVENTS for _ in range(3)])
-    mine = driver_decode.decode(raw, COLUMNS)
+    mine = driver_decode.decode(raw, COLUMNS, tick_id=TICK)
     assert mine is not None
     spark_rows, bad = _spark_rows(spark, raw, None)
     assert bad == 0
@@ -343,7 +346,7 @@ def test_the_value_a_column_had_before_it_existed_fills_full_rows(spark):
     ]
     drift = Drift(COLUMNS, missing={5: "before"})
     raw = _raw(events)
-    mine = driver_decode.decode(raw, COLUMNS, drift)
+    mine = driver_decode.decode(raw, COLUMNS, drift, TICK)
     assert mine is not None
     spark_rows, bad = _spark_rows(spark, raw, drift)
     assert bad == 0
