@@ -102,7 +102,9 @@ def decode_route(facts: PartFacts) -> Route:
     if facts.forced == SPARK:
         return Route(SPARK, SPARK, "drain.engine = spark")
     if not facts.held_on_driver:
-        return Route(SPARK, SPARK, "events not held on the driver (read by JDBC, spilled, or replayed)")
+        return Route(
+            SPARK, SPARK, "events not held on the driver (read by JDBC, spilled, or replayed)"
+        )
     if not facts.kind_writes_arrow:
         return Route(SPARK, SPARK, "the target kind writes with Spark only")
     if not facts.default_merge_source:

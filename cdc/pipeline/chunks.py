@@ -298,8 +298,7 @@ def typed(raw: DataFrame, columns: list[pgtypes.Column]) -> DataFrame:
     """The columns cast from text as event values are, and the reason a row cannot be
     (``__reason``, with its text values as JSON in ``__raw``)."""
     casts = [
-        spark_decode.cast_text(F.col(quote(c.name)), c.spark_type).alias(c.name)
-        for c in columns
+        spark_decode.cast_text(F.col(quote(c.name)), c.spark_type).alias(c.name) for c in columns
     ]
     failed = [
         F.when(F.col(quote(c.name)).isNotNull() & cast.isNull(), F.lit(c.name))
