@@ -147,25 +147,10 @@ class ChunkReader:
         """The key columns as the JDBC subquery names them (its other columns are text)."""
         return sql.SQL(", ").join(sql.Identifier(_jdbc_key(i)) for i in range(len(self.keys)))
 
-    def _row(self, key: Key, literal: bool) -> sql.Composed:
-        """``(v1::t1, v2::t2)``: a key's values cast to the key columns' types, as
-        parameters (or literals, for the JDBC partitions' predicates)."""
-        values = [
-            sql.SQL("{}::{}").format(sql.Literal(v) if literal else sql.Placeholder(), t)
-            for v, t in zip(key, self.key_types, strict=True)
-        ]
-        return sql.SQL("({})").format(sql.SQL(", ").join(values))
-
     def _range(
         self, after: Key | None, upto: Key | None, literal: bool, keys: sql.Composable | None = None
     ) -> sql.Composable:
-        keys = keys or self._key_list
-        parts: list[sql.Composable] = []
-        if after is not None:
-            parts.append(sql.SQL("({}) > {}").format(keys, self._row(after, literal)))
-        if upto is not None:
-            parts.append(sql.SQL("({}) <= {}").format(keys, self._row(upto, literal)))
-        return sql.SQL(" and ").join(parts) if parts else sql.SQL("true")
+        return key_range(keys or self._key_list, self.key_types, after, upto, literal)
 
     def _text(self, column: pgtypes.Column) -> sql.Composable:
         """A column's value as text: ``::text``, or its type's output where a user's function
@@ -288,6 +273,32 @@ class ChunkReader:
         ]
         frame = spark.read.jdbc(url, subquery, predicates=predicates, properties=options)
         return frame.drop(*[_jdbc_key(i) for i in range(len(self.keys))])
+
+
+def _row(key: Key, types: list[sql.Composable], literal: bool) -> sql.Composed:
+    """``(v1::t1, v2::t2)``: a key's values cast to the key columns' types, as parameters
+    (or literals, for the JDBC partitions' predicates)."""
+    values = [
+        sql.SQL("{}::{}").format(sql.Literal(v) if literal else sql.Placeholder(), t)
+        for v, t in zip(key, types, strict=True)
+    ]
+    return sql.SQL("({})").format(sql.SQL(", ").join(values))
+
+
+def key_range(
+    keys: sql.Composable,
+    types: list[sql.Composable],
+    after: Key | None,
+    upto: Key | None,
+    literal: bool,
+) -> sql.Composable:
+    """The condition of the keys after one key and up to another (either may be None)."""
+    parts: list[sql.Composable] = []
+    if after is not None:
+        parts.append(sql.SQL("({}) > {}").format(keys, _row(after, types, literal)))
+    if upto is not None:
+        parts.append(sql.SQL("({}) <= {}").format(keys, _row(upto, types, literal)))
+    return sql.SQL(" and ").join(parts) if parts else sql.SQL("true")
 
 
 def _jdbc_key(index: int) -> str:

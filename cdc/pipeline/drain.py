@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 import psycopg
 from psycopg import sql
@@ -70,6 +71,8 @@ class Drain:
         self.reader = BatchReader(spark, pipeline.source, pipeline.drain)
         self.stopping = threading.Event()
         self.consumer.register()
+        queue, name = pipeline.source.queue, self.consumer.name
+        self.pending = partial(pending_events, self.conn, self.engine.schema, queue, name)
         self.applier = BatchApplier(pipeline, spark, self.conn, workers)
         # tables that pattern rules match, listed again before each batch (cdc.pipeline.tables)
         self.resolver = TableResolver(pipeline, self.conn)
@@ -173,7 +176,7 @@ class Drain:
             self.consumer.tick()
         # events applied / pending (the queue's count), events/s, ETA: a line every few
         # seconds, and the summary at the end (cdc.progress)
-        progress = Progress("drain", "events", self.pending_events())
+        progress = Progress("drain", "events", self.pending())
         progress.extra = "0 batch(es)"
         done = self._run(mode, on_batch, stop_at_tick, progress)
         progress.finish()
@@ -202,7 +205,12 @@ class Drain:
                     break
                 # ticking itself, the drain looks for new events often (a cheap query);
                 # otherwise the ticker's NOTIFY wakes it
-                self._wait_for_tick(FOLLOW_POLL if self.tick_first else 1.0)
+                wait_for_tick(
+                    self.conn,
+                    self.engine.notifies_ticks,
+                    self.stopping,
+                    FOLLOW_POLL if self.tick_first else 1.0,
+                )
                 if self.tick_first:
                     self.consumer.tick(only_if_new=True)
                 continue
@@ -214,7 +222,7 @@ class Drain:
                 stats.quarantined, len(stats.on_driver),
             )  # fmt: skip
             progress.extra = f"{done} batch(es)"
-            pending = self.pending_events()
+            pending = self.pending()
             progress.add(stats.events, None if pending is None else progress.done + pending)
             if on_batch:
                 on_batch(stats)
@@ -222,38 +230,12 @@ class Drain:
                 break
         return done
 
-    def pending_events(self) -> int | None:
-        """The consumer's pending events, as the queue counts them (events since its last
-        finished tick); None when this role may not read them (no ETA then)."""
-        query = sql.SQL(sqlfiles.queries(STATUS_QUERIES)["consumer_info"]).format(
-            schema=self.engine.schema
-        )
-        try:
-            with self.conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(query, {"queue": self.pipeline.source.queue}).fetchall()
-        except psycopg.Error as exc:
-            log.debug("no pending event count for the progress: %s", exc)
-            return None
-        for row in rows:
-            if row["consumer_name"] == self.consumer.name and row["pending_events"] is not None:
-                return int(row["pending_events"])
-        return None
-
     def _next_batch(self, one_tick: bool = False) -> Batch | None:
         """The open batch, or the next one joining as many ticks as fit in the source's
         max_events; one_tick: up to the next tick only."""
         max_events = self.pipeline.source.max_events
         min_count = None if one_tick else self.consumer.ticks_within(max_events)
         return self.consumer.next_batch(min_count=min_count)
-
-    def _wait_for_tick(self, timeout: float = 1.0) -> None:
-        """Waits for a tick NOTIFY (our engine sends one on channel cdc_tick), at most timeout
-        seconds: the polling fallback for PgQ, and for runs that tick themselves."""
-        if not self.engine.notifies_ticks:
-            self.stopping.wait(timeout)
-            return
-        for _ in self.conn.notifies(timeout=timeout, stop_after=1):
-            pass
 
     def stop_on_signals(self) -> None:
         """SIGTERM / SIGINT stop the run between batches."""
@@ -264,6 +246,35 @@ class Drain:
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+
+
+def wait_for_tick(
+    conn: psycopg.Connection, notifies: bool, stopping: threading.Event, timeout: float = 1.0
+) -> None:
+    """Waits for a tick NOTIFY (our engine sends one on channel cdc_tick), at most timeout
+    seconds: the polling fallback for PgQ (notifies False), and for runs that tick
+    themselves."""
+    if not notifies:
+        stopping.wait(timeout)
+        return
+    for _ in conn.notifies(timeout=timeout, stop_after=1):
+        pass
+
+
+def pending_events(conn: psycopg.Connection, schema: str, queue: str, consumer: str) -> int | None:
+    """The consumer's pending events, as the queue counts them (events since its last
+    finished tick); None when this role may not read them (no ETA then)."""
+    query = sql.SQL(sqlfiles.queries(STATUS_QUERIES)["consumer_info"]).format(schema=schema)
+    try:
+        with conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(query, {"queue": queue}).fetchall()
+    except psycopg.Error as exc:
+        log.debug("no pending event count for the progress: %s", exc)
+        return None
+    for row in rows:
+        if row["consumer_name"] == consumer and row["pending_events"] is not None:
+            return int(row["pending_events"])
+    return None
 
 
 def per_table(stats: BatchStats) -> str:
