@@ -56,8 +56,9 @@ def rows_table(rows: list[Row], columns: list[Column]) -> pa.Table:
     fields = [pa.field(meta(name), kind) for name, kind in META]
     fields += [pa.field(value(i), arrow_type(c.spark_type)) for i, c in enumerate(columns)]
     fields += [pa.field(present(i), pa.bool_()) for i in range(len(columns))]
-    filled = [{**{present(i): True for i in range(len(columns))}, **r} for r in rows]
-    return pa.Table.from_pylist(filled, pa.schema(fields))
+    defaults = {present(i): True for i in range(len(columns))}
+    data = {f.name: [r.get(f.name, defaults.get(f.name)) for r in rows] for f in fields}
+    return pa.table(data, pa.schema(fields))
 
 
 def key_range(rows: list[Row], columns: list[Column]) -> tuple[str, str] | None:
