@@ -23,7 +23,7 @@ engines (a Spark DataFrame or an Arrow table):
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -149,18 +149,13 @@ class Facts:
 
 @dataclass
 class TableBatch:
-    """One table's decoded rows of a batch, and what the decode learnt of them."""
+    """One table's decoded rows of a batch, and what the decode learnt of them: what a
+    target kind writes (TargetKind.write, on the engine whose rows they are)."""
 
     rows: Any  # decoded rows (a Spark DataFrame or an Arrow table, see the module docstring)
     columns: list[Column]  # with the Spark types the values are written as
     truncated_at: int | None = None  # ev_id of the batch's last TRUNCATE of the table
     key_range: tuple[str, str] | None = None  # lowest, highest first key value, as text
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, summed
-    small: bool = False  # few events, read on the driver: may be written from it
-    # the route planned for it (cdc.engines.planner.Route); the kind records the engine that
-    # wrote it there, and the Commit's metadata
-    route: Any = None
-    forced: str | None = None  # drain.engine
 
 
 def add_time(timings: dict[str, float], phase: str, started: float) -> float:

@@ -22,11 +22,15 @@ The decision has two steps, because some facts are known only once the part is d
    The Arrow decoder may still answer "undecided" (an event it cannot be sure to decode as
    Spark does, a bad event): then Spark decodes, and the route says why.
 2. ``write_route(WriteFacts)``, once decoded: the Arrow engine folds and writes where
-   delta-rs writes what Spark would (a local target whose protocol delta-rs writes, the
-   files the MERGE may rewrite within delta-rs' budget, exact column names, keys compared as
-   they are, dates within years 1-9999, no TRUNCATE in the part). Rows Spark decoded may
-   still be written by delta-rs when the part is small (Spark folds, the driver collects the
-   one row per key): a Spark MERGE costs seconds whatever its size.
+   delta-rs writes what Spark would (a local target whose protocol delta-rs writes, exact
+   column names, no TRUNCATE in the part). Rows Spark decoded may still be written by
+   delta-rs when the part is small (Spark folds, the driver collects the one row per key,
+   cdc.engines.collected): a Spark MERGE costs seconds whatever its size.
+
+What only the rows show, the Arrow engine checks as it writes (cdc.engines.engine.Declined:
+a key compared in a normalised form, the files a MERGE would rewrite beyond delta-rs'
+budget, a date beyond years 1-9999, a failure of delta-rs): it declines having committed
+nothing, and Spark writes the part, the reason in the route.
 
 The ``Route`` is logged, kept in ``BatchStats.routes`` and written into the target's Delta
 commit (``commitInfo.userMetadata``, cdc.targets.table.Commit.metadata), so ``DESCRIBE
@@ -126,8 +130,7 @@ class WriteFacts:
     small: bool  # PartFacts.small, and held on the driver
     kind_writes_arrow: bool
     target_on_local_path: bool  # delta-rs opened the target's log
-    target_writable: bool  # delta-rs writes this target as Spark would (engines.arrow.write)
-    values_fit: bool  # every date and timestamp within years 1-9999 (when known)
+    target_writable: bool  # delta-rs writes this target as Spark would (ArrowEngine.refuses)
     truncated: bool  # the part holds a TRUNCATE or the marker of a re-created table
     forced: str | None = None
 
@@ -154,8 +157,6 @@ def _spark_write_reason(facts: WriteFacts) -> str | None:
         return "the target is not on a local path"
     if not facts.target_writable:
         return "delta-rs cannot write this target as Spark would"
-    if not facts.values_fit:
-        return "a date or timestamp outside years 1-9999"
     return None
 
 

@@ -4,10 +4,11 @@
 ``PartRunner.run`` first brings the target in line with the source's columns
 (cdc.targets.schema_drift.reconcile: the drift says how the events are written); then the
 planner's first step picks the decoding engine; the Arrow engine decodes on the driver
-(cdc.engines.arrow.decode) and the kind writes the rows with delta-rs (its
-``apply_on_driver``) where the planner's second step lets it; otherwise Spark decodes
-(cdc.engines.spark.decode, bad events kept for the quarantine) and the kind writes (its
-``apply``, which may still hand a small part's folded rows to delta-rs). Both the drain
+(cdc.engines.arrow.decode) and the kind writes the rows on the Arrow engine (its ``write``,
+cdc.engines.engine) unless the engine declines; otherwise Spark decodes
+(cdc.engines.spark.decode, bad events kept for the quarantine), the planner's second step
+names the writing engine (a small part's folded rows collected for delta-rs,
+cdc.engines.collected, or Spark), and the kind writes on it. Both the drain
 (cdc.pipeline.apply) and the quarantine's replay (cdc.pipeline.replay_apply) run parts this
 way: a replay's part is its quarantined events as one table's frame, with no Arrow rows, so
 the planner gives it to Spark.
@@ -25,7 +26,11 @@ from pyspark.sql import functions as F
 from cdc.config import TableMap
 from cdc.engines import planner
 from cdc.engines.arrow import decode as arrow_decode
+from cdc.engines.arrow.engine import ArrowEngine
+from cdc.engines.collected import Collected
+from cdc.engines.engine import Declined, Engine
 from cdc.engines.spark import decode as spark_decode
+from cdc.engines.spark.engine import SparkEngine
 from cdc.pg import pgtypes
 from cdc.pipeline.pool import in_session
 from cdc.pipeline.reader import BatchEvents
@@ -102,9 +107,9 @@ class PartRunner:
         )
         route = planner.decode_route(self.facts(part, kind))
         if route.decode == planner.ARROW:
-            route = self.on_driver(part, drift, route)
+            route = self.on_driver(part, kind, drift, route)
         if route.decode == planner.SPARK:
-            self.in_spark(part, drift, route, spark)
+            self.in_spark(part, kind, drift, route, spark)
 
     def facts(self, part: TablePart, kind: TargetKind) -> planner.PartFacts:
         """What the planner is told of a part before it is decoded."""
@@ -119,39 +124,43 @@ class PartRunner:
         )
 
     def on_driver(
-        self, part: TablePart, drift: schema_drift.Drift, route: planner.Route
+        self, part: TablePart, kind: TargetKind, drift: schema_drift.Drift, route: planner.Route
     ) -> planner.Route:
-        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and, where the
-        planner lets it, written by it (the kind's apply_on_driver); the route it took: Spark
-        decodes and writes it when the Arrow decoder is undecided or the target cannot be
-        written from the driver."""
+        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and written by it
+        (the kind's write on the Arrow engine); the route it took: Spark decodes and writes
+        it when the target is not one delta-rs writes as Spark would, when the Arrow decoder
+        is undecided, or when the Arrow engine declines the write."""
+        engine = ArrowEngine(part.ref)
+        refused = engine.refuses(kind.columns(drift.columns), drift.columns)
+        if refused is not None:
+            return route.decoded_by(planner.SPARK, refused)
         raw = part.events.arrow[part.table.source]
-        kind = registry.kind(part.table.mode)
         started = time.monotonic()
         # the commit's version is the batch's tick (cdc.targets.table.Commit)
         rows = arrow_decode.decode(raw, drift.columns, drift, part.commit.version)
-        started = add_time(part.out.timings, "decode", started)
+        add_time(part.out.timings, "decode", started)
         if rows is None:
             return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
         route = route.decoded_by(planner.ARROW, route.why)
-        commit = replace(part.commit, metadata=route.metadata())
-        write = partial(kind.apply_on_driver, part.ref, commit, rows, drift.columns)
-        # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
-        done = delta_table.retry_conflicts(write, f"table {part.table.target}")
-        add_time(part.out.timings, "fold+merge", started)
-        if not done:
-            return route.decoded_by(planner.SPARK, "delta-rs cannot write the target as Spark")
+        declined = self.write(part, kind, engine, TableBatch(rows, drift.columns), route)
+        if declined is not None:
+            return route.decoded_by(planner.SPARK, declined)
         part.out.route = route
         return route
 
     def in_spark(
-        self, part: TablePart, drift: schema_drift.Drift, route: planner.Route, spark: SparkSession
+        self,
+        part: TablePart,
+        kind: TargetKind,
+        drift: schema_drift.Drift,
+        route: planner.Route,
+        spark: SparkSession,
     ) -> None:
         """The table's events decoded in Spark (cdc.engines.spark.decode: its bad events kept
-        for the quarantine) and written by its kind (a small part may be written by delta-rs:
-        Mirror.apply asks the planner)."""
+        for the quarantine) and written by its kind on the engine the planner's second step
+        names: a small part's folded rows may be collected and written by delta-rs
+        (cdc.engines.collected), else Spark writes them."""
         started = time.monotonic()
-        kind = registry.kind(part.table.mode)
         told = self.facts(part, kind)
         small = told.small and told.held_on_driver and told.default_merge_source
         out, columns = part.out, drift.columns
@@ -166,12 +175,66 @@ class PartRunner:
             if facts.recreated_at is not None and kind.holds_rows:
                 # a dropped table's events, which the marker of its successor empties away
                 out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)
-        rows = TableBatch(
-            out.decoded.rows, columns, facts.truncated_at, facts.key_range, out.timings, small,
-            route=route, forced=self.engine,
-        )  # fmt: skip
+        batch = TableBatch(out.decoded.rows, columns, facts.truncated_at, facts.key_range)
         spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self.materialize)
+        local = delta_table.LocalTable.open_local(part.ref)  # its log, read once
+        facts = self.write_facts(kind, part.ref, batch, local, small)
+        route = planner.write_route(route, facts)
+        if route.write == planner.ARROW:
+            declined = self.write(part, kind, Collected(part.ref, local), batch, route)
+            if declined is None:
+                out.route = route
+                return
+            route = replace(route, write=planner.SPARK, why=declined)
+        self.write(part, kind, SparkEngine(spark, part.ref, local), batch, route)
+        out.route = route
+
+    def write_facts(
+        self,
+        kind: TargetKind,
+        ref: TableRef,
+        batch: TableBatch,
+        local: delta_table.LocalTable | None,
+        small: bool,
+    ) -> planner.WriteFacts:
+        """What the planner is told of a part Spark decoded, before it is written; whether
+        delta-rs may write the target is asked only when nothing else keeps the part in
+        Spark."""
+        facts = planner.WriteFacts(
+            decoded_by=planner.SPARK,
+            small=small,
+            kind_writes_arrow=kind.writes_on_driver,
+            target_on_local_path=local is not None,
+            target_writable=True,
+            truncated=batch.truncated_at is not None,
+            forced=self.engine,
+        )
+        spark_route = planner.Route(planner.SPARK, planner.SPARK, "")
+        if local is None or planner.write_route(spark_route, facts).write == planner.SPARK:
+            return facts
+        refused = ArrowEngine(ref, local).refuses(kind.columns(batch.columns), batch.columns)
+        return replace(facts, target_writable=refused is None)
+
+    def write(
+        self,
+        part: TablePart,
+        kind: TargetKind,
+        engine: Engine,
+        batch: TableBatch,
+        route: planner.Route,
+    ) -> str | None:
+        """The kind's write of the batch on the engine, in one commit marked with the
+        part's Commit and the route; the reason when the engine declined it (nothing
+        committed), None when written. Seconds under "fold+merge"."""
         commit = replace(part.commit, metadata=route.metadata())
-        write = partial(kind.apply, spark, part.ref, commit, rows)
-        delta_table.retry_conflicts(write, f"table {part.table.target}")
-        out.route = rows.route  # the kind's write may have taken delta-rs (a small part)
+        started = time.monotonic()
+        try:
+            # an OPTIMIZE (cdc maintain) may commit meanwhile: the write is idempotent
+            delta_table.retry_conflicts(
+                partial(kind.write, engine, commit, batch), f"table {part.table.target}"
+            )
+        except Declined as exc:
+            return str(exc)
+        finally:
+            add_time(part.out.timings, "fold+merge", started)
+        return None

@@ -7,8 +7,9 @@ drain's), written to every mirror target of the table by a whole-row MERGE
 only then is its progress saved (cdc.targets.snapshots): a process killed in between does
 the chunk again, harmlessly. Where every target is a local mirror delta-rs may write, the
 chunk is read with COPY into Arrow, cast there (cdc.engines.arrow.decode.cast_rows: the
-Spark casts' answers, or none) and appended by delta-rs when the target holds no row of the
-chunk's key range (Mirror.upsert_on_driver); anything else is written by Spark as above.
+Spark casts' answers, or none) and written by the kind on the Arrow engine
+(cdc.engines.arrow.engine: an append by delta-rs when the target holds no row of the chunk's
+key range); anything the Arrow engine declines is written by Spark as above.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from functools import cached_property
+from functools import cached_property, partial
 
 import psycopg
 import pyarrow as pa
@@ -28,6 +29,9 @@ from cdc.config import Pipeline, TableMap
 from cdc.engines import planner
 from cdc.engines.arrow import decode as arrow_decode
 from cdc.engines.arrow import write as driver_writes
+from cdc.engines.arrow.engine import ArrowEngine
+from cdc.engines.engine import Declined
+from cdc.engines.spark.engine import SparkEngine
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes, reading
 from cdc.pg import source as source_module
@@ -35,7 +39,6 @@ from cdc.pipeline import chunks
 from cdc.pipeline.chunks import ChunkPlan
 from cdc.spark import is_local
 from cdc.targets import delta_table, quarantine, registry, snapshots
-from cdc.targets.kind import TargetKind
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
 
@@ -192,9 +195,9 @@ class Job:
 
     def _write_on_driver(self, data: pa.Table | None, columns: list[pgtypes.Column]) -> int | None:
         """Writes a chunk's rows cast on the driver (cdc.engines.arrow.decode.cast_rows)
-        to every target, each an append (Mirror.upsert_on_driver); returns the rows read,
-        or None when the chunk must be written by Spark (a value the driver does not cast
-        for certain, a target that holds rows in the chunk's range). A target appended to
+        to every target on the Arrow engine (each an append: Mirror.upsert); returns the rows
+        read, or None when the chunk must be written by Spark (a value the driver does not
+        cast for certain, a target that holds rows in the chunk's range). A target appended to
         before another one refuses is MERGEd again by Spark: the same rows."""
         if data is None:
             return None
@@ -205,11 +208,12 @@ class Job:
         for target in self.targets:
             kind = registry.kind(target.mode)
             ref = self.pipeline.table(target.target)
-
-            def write(kind: TargetKind = kind, ref: TableRef = ref) -> bool:
-                return kind.upsert_on_driver(self.spark, ref, typed, columns)
-
-            if not delta_table.retry_conflicts(write, f"snapshot of {target.target}"):
+            kind.ensure(self.spark, ref, columns)
+            write = partial(kind.upsert, ArrowEngine(ref), typed, columns)
+            try:
+                delta_table.retry_conflicts(write, f"snapshot of {target.target}")
+            except Declined as exc:
+                log.debug("snapshot of %s: Spark writes the chunk: %s", target.target, exc)
                 return None
         return typed.num_rows
 
@@ -224,10 +228,8 @@ class Job:
             for target in self.targets:
                 kind = registry.kind(target.mode)
                 ref = self.pipeline.table(target.target)
-
-                def write(kind: TargetKind = kind, ref: TableRef = ref) -> None:
-                    kind.upsert(self.spark, ref, good, columns)
-
+                kind.ensure(self.spark, ref, columns)
+                write = partial(kind.upsert, SparkEngine(self.spark, ref), good, columns)
                 # an OPTIMIZE (cdc maintain) may commit meanwhile: the MERGE is idempotent
                 delta_table.retry_conflicts(write, f"snapshot of {target.target}")
             if bad:

@@ -6,20 +6,24 @@ Its lifecycle, per target table:
 - ``ensure``: the target exists with the columns the source's columns call for (created, or
   the missing ones added); schema drift (cdc.targets.schema_drift) calls it, and asks
   ``holds_rows`` whether rows that predate a column get its default and follow the key;
-- ``apply``: one batch's decoded rows (cdc.rows), written in one commit marked
-  with the batch's Commit, so that a rerun after a crash writes nothing twice;
-  ``apply_on_driver`` the same for a batch decoded on the driver, where the kind can;
-- ``load``, ``upsert`` (``upsert_on_driver`` for the Arrow engine): the initial copy from a
-  snapshot of the source, whole or by chunks (kinds that hold rows);
+- ``write``: one batch's decoded rows (cdc.rows), written in one commit marked with the
+  batch's Commit, so that a rerun after a crash writes nothing twice;
+- ``upsert``: a snapshot chunk's rows (kinds that hold rows); ``load`` the whole snapshot at
+  once (``cdc resync``, Spark's);
 - ``zorder_by_key``: whether maintenance (cdc.ops.maintain) orders the target's files by the
   source's first key column.
+
+``write`` and ``upsert`` are written once, against the engine interface
+(cdc.engines.engine): the same code runs on the Arrow engine (the driver, delta-rs) and on
+the Spark engine, whichever the route planner picked (cdc.engines.planner). A kind never
+imports an engine.
 
 Kinds are found by mode name in cdc.targets.registry.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -30,7 +34,7 @@ from cdc.targets.registry import Mode
 from cdc.targets.table import Commit, TableRef
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from cdc.engines.engine import Engine
 
 __all__ = ["TargetKind"]
 
@@ -41,8 +45,8 @@ class TargetKind:
     # What the kind needs of the engines (cdc.engines.planner reads these, no kind is
     # special-cased by name or class):
     zorder_by_key = False  # maintenance orders the files by the first key column
-    # the Arrow engine may write it (apply_on_driver, upsert_on_driver); else the planner
-    # gives every part of its targets to Spark
+    # the Arrow engine may write it (its write and upsert use no operation the Arrow engine
+    # lacks); else the planner gives every part of its targets to Spark
     writes_on_driver = False
 
     def __init__(self, mode: Mode) -> None:
@@ -69,17 +73,13 @@ class TargetKind:
         delta_table.ensure(spark, ref, schema, self.key(columns))
         return schema
 
-    def apply(self, spark: SparkSession, ref: TableRef, commit: Commit, batch: TableBatch) -> None:
+    def write(self, engine: Engine, commit: Commit, batch: TableBatch) -> None:
+        """Writes one batch's decoded rows (batch.rows, the engine's: cdc.rows' layout) to
+        the target with the engine's operations, in one commit marked with commit, so that
+        a rerun after a crash writes nothing twice. The target exists with the source's
+        columns (schema drift ensured it). Declined (cdc.engines.engine) when the engine
+        does not write them as the other would: the pipeline then gives them to Spark."""
         raise NotImplementedError
-
-    def apply_on_driver(
-        self, ref: TableRef, commit: Commit, events: pa.Table, columns: list[Column]
-    ) -> bool:
-        """Writes a batch's events decoded on the driver (cdc.engines.arrow.decode:
-        the layout of TableBatch.rows, as Arrow) without Spark, as ``apply`` would, in one
-        commit marked with commit; False when this kind or this target cannot (then
-        ``apply`` writes them)."""
-        return False
 
     def load(
         self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
@@ -87,18 +87,10 @@ class TargetKind:
         """Replaces the target's rows with a snapshot's (columns named as the source's)."""
         raise NotImplementedError(f"a {self.mode.name} target is not loaded from a snapshot")
 
-    def upsert(
-        self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
-    ) -> None:
-        """Writes a snapshot chunk's rows (columns named as the source's) as whole rows: a
-        key the target holds gets the row, a key it lacks is inserted, nothing is deleted
-        (kinds that hold rows, cdc.pipeline.snapshot_job)."""
+    def upsert(self, engine: Engine, rows: Any, columns: list[Column]) -> None:
+        """Writes a snapshot chunk's rows (the engine's rows, columns named as the source's
+        and cast to the target's types) as whole rows, with the engine's operations: a key
+        the target holds gets the row, a key it lacks is inserted, nothing is deleted (kinds
+        that hold rows, cdc.pipeline.snapshot_job). The target exists (the caller ensured
+        it). Declined as ``write``."""
         raise NotImplementedError(f"a {self.mode.name} target is not loaded from a snapshot")
-
-    def upsert_on_driver(
-        self, spark: SparkSession, ref: TableRef, rows: pa.Table, columns: list[Column]
-    ) -> bool:
-        """``upsert`` of rows cast by the Arrow engine (cdc.engines.arrow.decode.cast_rows)
-        without Spark; False when this kind or this target cannot (then ``upsert`` writes
-        them)."""
-        return False

@@ -9,12 +9,12 @@ has(i), ACTION, RESET, match_key(i)) out:
 
 - ``fold``: cdc.engines.arrow.fold.fold_rows over an Arrow table of the rows, or
   cdc.engines.spark.fold.fold over a DataFrame made from that table;
-- ``write``: a batch's decoded rows written to a mirror target the way the drain's route
-  for the engine writes them: the Arrow engine folds on the driver and MERGEs with delta-rs
-  (``Mirror.apply_on_driver``), failing the test when it declines; Spark folds and MERGEs
-  in Spark (``Mirror.apply``). A part holding a TRUNCATE is Spark's on either engine (the
-  Arrow decoder leaves it undecided and the planner hands it to Spark): ``write`` returns
-  the engine that wrote, so a test says which parts it expects where;
+- ``write``: a batch's decoded rows written to a mirror target by the mirror kind's write
+  on the engine (cdc.engines.arrow.engine: the fold on the driver and delta-rs' MERGE,
+  failing the test when it declines; cdc.engines.spark.engine: Spark's fold and Delta's
+  MERGE). A part holding a TRUNCATE is Spark's on either engine (the Arrow decoder leaves it
+  undecided and the planner hands it to Spark): ``write`` returns the engine that wrote, so
+  a test says which parts it expects where;
 - ``read``: the target's rows, by delta-rs for the Arrow engine, by Spark for Spark's.
 
 ``ArrowEngine()`` without a Spark session folds without a JVM (tests/unit).
@@ -71,7 +71,7 @@ def key_range(rows: list[Row], columns: list[Column]) -> tuple[str, str] | None:
 @dataclass(frozen=True)
 class Part:
     """A table's part of a batch, to write: its decoded rows, and the ev_id of its last
-    TRUNCATE (the rows after it count: cdc.targets.mirror.after_last_truncate)."""
+    TRUNCATE (the rows after it count: the engines' ``after``)."""
 
     rows: list[Row]
     columns: list[Column]
@@ -106,8 +106,10 @@ class Engine:
 
     def write(self, path: str, part: Part) -> str:
         """Writes the part to the mirror target at path; returns the engine that wrote it.
-        Here Spark's write (Mirror.apply: Spark's fold and Delta's MERGE, or an overwrite
-        after a TRUNCATE), which the Arrow engine hands what it does not write."""
+        Here Spark's write (the mirror's write on cdc.engines.spark.engine: Spark's fold and
+        Delta's MERGE, or an overwrite after a TRUNCATE), which the Arrow engine hands what
+        it does not write."""
+        from cdc.engines.spark.engine import SparkEngine
         from cdc.rows import TableBatch
         from cdc.targets import registry
         from cdc.targets.table import Commit, TableRef
@@ -115,8 +117,9 @@ class Engine:
         rows, columns = part.rows, part.columns
         frame = self.spark.createDataFrame(rows_table(rows, columns))
         batch = TableBatch(frame, columns, part.truncated_at, key_range(rows, columns))
-        commit = Commit(APP_ID, part.tick)
-        registry.kind("mirror").apply(self.spark, TableRef(path), commit, batch)
+        kind, ref = registry.kind("mirror"), TableRef(path)
+        kind.ensure(self.spark, ref, columns)  # as schema drift does before a drain writes
+        kind.write(SparkEngine(self.spark, ref), Commit(APP_ID, part.tick), batch)
         return planner.SPARK
 
     def read(self, path: str) -> list[Row]:
@@ -146,6 +149,9 @@ class ArrowEngine(Engine):
         return fold_rows(rows_table(rows, columns), columns)
 
     def write(self, path: str, part: Part) -> str:
+        from cdc.engines.arrow.engine import ArrowEngine
+        from cdc.engines.engine import Declined
+        from cdc.rows import TableBatch
         from cdc.targets import registry
         from cdc.targets.table import Commit, TableRef
 
@@ -154,9 +160,11 @@ class ArrowEngine(Engine):
             return super().write(path, part)
         kind, ref = registry.kind("mirror"), TableRef(path)
         kind.ensure(self.spark, ref, part.columns)  # as schema drift does before a drain writes
-        table = rows_table(part.rows, part.columns)
-        written = kind.apply_on_driver(ref, Commit(APP_ID, part.tick), table, part.columns)
-        assert written, f"the Arrow engine declined to write tick {part.tick} to {path}"
+        batch = TableBatch(rows_table(part.rows, part.columns), part.columns)
+        try:
+            kind.write(ArrowEngine(ref), Commit(APP_ID, part.tick), batch)
+        except Declined as exc:
+            pytest.fail(f"the Arrow engine declined to write tick {part.tick} to {path}: {exc}")
         return self.name
 
     def read(self, path: str) -> list[Row]:

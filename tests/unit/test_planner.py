@@ -24,7 +24,6 @@ WRITABLE = WriteFacts(
     kind_writes_arrow=True,
     target_on_local_path=True,
     target_writable=True,
-    values_fit=True,
     truncated=False,
 )
 
@@ -77,7 +76,6 @@ def test_the_write_goes_to_arrow_only_where_delta_rs_writes_as_spark_would() -> 
         ({"truncated": True}, "TRUNCATE"),
         ({"target_on_local_path": False}, "not on a local path"),
         ({"target_writable": False}, "cannot write this target"),
-        ({"values_fit": False}, "years 1-9999"),
         ({"kind_writes_arrow": False}, "Spark only"),
         ({"forced": SPARK}, "drain.engine"),
     ]:

@@ -6,13 +6,14 @@ its size (on two cores, 2.5-6 s for ten rows), and more per row than delta-rs on
 cores. A batch decoded on the driver (cdc.engines.arrow.decode: small batches, and every
 batch read with COPY on a local master) is folded there (cdc.engines.arrow.fold); a small
 batch that Spark decoded (the driver could not be sure) is folded by Spark and collected as
-Arrow (``Mirror.apply``). The folded rows (one per key) go to delta-rs' MERGE of the plan the
+Arrow (cdc.engines.collected). The folded rows (one per key) go to delta-rs' MERGE of the plan the
 Spark MERGE renders too (cdc.targets.merge_plan, ``MergePlan.for_batch``; rendered for delta-rs
 by the Delta adapter, cdc.targets.delta.delta_rs), in one commit marked with the batch's
 Commit as a Delta ``txn`` action: a rerun skips a target whose appId already holds the
 version, as Delta does for Spark's writes (``committed``).
 
-The path is taken only where delta-rs writes what Spark would, else the Spark MERGE is:
+The Arrow engine (cdc.engines.arrow.engine) writes by these rules; where one says no, it
+declines and Spark writes. The path is taken only where delta-rs writes what Spark would:
 
 - the target is on a local path, its protocol has only features delta-rs writes correctly
   (``WRITABLE_FEATURES``; never deletion vectors: delta-rs 1.6 neither reads nor refuses
@@ -20,8 +21,8 @@ The path is taken only where delta-rs writes what Spark would, else the Spark ME
 - the files the MERGE may rewrite hold at most ``MAX_BYTES`` (a MERGE without deletion
   vectors rewrites the files it touches): with an integer or date first key, the files whose
   statistics overlap the batch's first-key range (``bytes_touched``; the MERGE plan is given
-  the range, ``batch_plan``, so it reads no other), else every file. Beyond, the target gets
-  deletion vectors and Spark (``Mirror.apply``);
+  the range, ``batch_plan``, so it reads no other), else every file. Beyond, Spark MERGEs,
+  and a target that ``outgrew`` gets deletion vectors first (cdc.engines.spark.engine);
 - every column the batch writes is in the target under its exact name (Spark matches names
   without case, delta-rs does not), and no key is compared in a normalised form (numeric
   text, floats: delta-rs' rendering of the plan refuses them);
@@ -60,7 +61,6 @@ __all__ = [
     "key_range",
     "merge",
     "outgrown",
-    "try_merge",
     "writable",
 ]
 
@@ -188,44 +188,9 @@ def merge(table: delta_table.LocalTable, folded: pa.Table, plan: MergePlan, comm
     delta_rs.merge(table, folded, plan, commit)
 
 
-def try_append(
-    table: delta_table.LocalTable, rows: pa.Table, schema: list[tuple[str, str]], commit: Commit
-) -> bool:
-    """Appends rows (named and typed as the target's schema) in one commit marked with
-    commit, nothing when the target already holds it; False, with a warning, as try_merge."""
-    try:
-        if committed(table, commit):
-            log.info("%s: tick %d already committed", commit.app_id, commit.version)
-        else:
-            delta_rs.append(table, rows, schema, commit)
-    except Exception as exc:
-        if delta_table.is_concurrent_conflict(exc):
-            raise
-        log.warning("%s: written with Spark, delta-rs failed: %s", commit.app_id, exc)
-        return False
-    return True
-
-
 def appendable(table: delta_table.LocalTable, schema: list[tuple[str, str]]) -> bool:
     """Whether delta-rs may append to the target as Spark would: only features it writes
     correctly, every column under its exact name (an append rewrites no file, so the
     target's size does not matter)."""
     names = {f.name for f in table.schema().fields}
     return features(table) <= WRITABLE_FEATURES and all(n in names for n, _ in schema)
-
-
-def try_merge(
-    table: delta_table.LocalTable, folded: pa.Table, plan: MergePlan, commit: Commit
-) -> bool:
-    """merge; False, with a warning, when delta-rs fails other than by a concurrent commit
-    (which is raised, for cdc.targets.delta_table.retry_conflicts): the caller then writes
-    with Spark. Either delta-rs committed nothing, or it committed the batch's txn, which
-    the Spark write then finds and skips."""
-    try:
-        merge(table, folded, plan, commit)
-    except Exception as exc:
-        if delta_table.is_concurrent_conflict(exc):
-            raise
-        log.warning("%s: written with Spark, delta-rs failed: %s", commit.app_id, exc)
-        return False
-    return True

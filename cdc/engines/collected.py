@@ -1,0 +1,46 @@
+"""Rows Spark decoded, written by the Arrow engine: a small part (cdc.engines.planner) that
+Spark had to decode (the Arrow decoder was undecided, or the events were replayed) is folded
+and selected by Spark, collected to the driver as Arrow (one row per key: few), and written
+by delta-rs. A Spark MERGE costs seconds whatever its size; this costs the collect.
+
+Every write is the Arrow engine's (cdc.engines.arrow.engine), so it declines as that one
+does, and Spark then writes the part.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cdc.engines.arrow.engine import ArrowEngine
+from cdc.engines.engine import Named
+from cdc.engines.spark import fold as spark_fold
+from cdc.pg.pgtypes import Column
+from cdc.rows import ACTION, RESET, has, meta, value
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["Collected"]
+
+
+class Collected(ArrowEngine):
+    """Spark's fold and selection, collected; the Arrow engine's writes."""
+
+    def fold(self, rows: DataFrame, columns: list[Column]) -> pa.Table:  # type: ignore[override]
+        folded = spark_fold.fold(rows, columns)
+        return folded.select(
+            *[F.col(value(i)).cast(c.spark_type).alias(value(i)) for i, c in enumerate(columns)],
+            *[F.col(has(i)) for i, c in enumerate(columns) if not c.is_key],
+            ACTION,
+            RESET,
+        ).toArrow()
+
+    def after(self, rows: DataFrame, ev_id: int) -> DataFrame:  # type: ignore[override]
+        return rows.where(F.col(meta("ev_id")) > ev_id)
+
+    def named(self, rows: DataFrame, columns: list[Named]) -> pa.Table:  # type: ignore[override]
+        frame = rows.select(*[F.col(src).cast(kind).alias(name) for src, name, kind in columns])
+        return super().named(frame.toArrow(), [(name, name, kind) for _, name, kind in columns])

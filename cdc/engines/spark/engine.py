@@ -1,0 +1,123 @@
+"""The Spark engine (cdc.engines.engine's interface) on the executors: rows as DataFrames,
+the fold in Spark (cdc.engines.spark.fold), writes by Delta's Spark writer
+(cdc.targets.delta.on_spark, every MERGE rendered from its plan). It writes every target and
+every value, so it never declines.
+
+A local target that outgrew delta-rs' MERGE budget (cdc.engines.arrow.write.outgrown) gets
+deletion vectors before Spark's first MERGE or overwrite of it: without them a MERGE
+rewrites every file it touches.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdc import rows as contract
+from cdc.engines import planner
+from cdc.engines.arrow import write as arrow_rules
+from cdc.engines.engine import Named
+from cdc.engines.spark import fold as spark_fold
+from cdc.pg.pgtypes import Column
+from cdc.rows import match_key, value
+from cdc.targets import delta_table
+from cdc.targets.delta.local import LocalTable
+from cdc.targets.table import Commit, TableRef, quote
+
+if TYPE_CHECKING:
+    from cdc.targets.merge_plan import Bounds, MergePlan
+
+__all__ = ["SparkEngine"]
+
+
+class SparkEngine:
+    """The Spark engine for one target (see the module docstring)."""
+
+    name = planner.SPARK
+
+    def __init__(self, spark: SparkSession, ref: TableRef, local: LocalTable | None = None):
+        self.spark = spark
+        self.ref = ref
+        self._local = local
+
+    # -- a batch's rows
+    def fold(self, rows: DataFrame, columns: list[Column]) -> DataFrame:
+        return spark_fold.fold(rows, columns)
+
+    def after(self, rows: DataFrame, ev_id: int) -> DataFrame:
+        return rows.where(F.col(contract.meta("ev_id")) > ev_id)
+
+    def upserted(self, folded: DataFrame) -> DataFrame:
+        return folded.where(F.col(contract.ACTION) == contract.UPSERT)
+
+    def named(self, rows: DataFrame, columns: list[Named]) -> DataFrame:
+        return rows.select(*[F.col(src).cast(kind).alias(name) for src, name, kind in columns])
+
+    def key_range(
+        self, folded: DataFrame, columns: list[Column], decoded: tuple[str, str] | None
+    ) -> tuple[Any, Any] | None:
+        """The decoder's range (cdc.rows.Facts.key_range): reading it from the folded rows
+        would cost a Spark job."""
+        return decoded
+
+    def merge(
+        self, rows: DataFrame, columns: list[Column], plan: MergePlan, commit: Commit
+    ) -> None:
+        self._deletion_vectors_when_outgrown()
+        delta_table.merge(self.spark, self.ref, rows, plan, commit)
+
+    def append(self, rows: DataFrame, schema: list[tuple[str, str]], commit: Commit) -> None:
+        delta_table.append(rows, self.ref, commit)
+
+    def overwrite(self, rows: DataFrame, schema: list[tuple[str, str]], commit: Commit) -> None:
+        self._deletion_vectors_when_outgrown()
+        delta_table.overwrite(rows, self.ref, commit)
+
+    # -- a snapshot chunk's rows
+    def _source(self, rows: DataFrame, columns: list[Column]) -> DataFrame:
+        """A chunk's rows as a snapshot MERGE's source: value(i), and the normalised
+        match_key(i) of a numeric-text key."""
+        return rows.select(
+            *[F.col(quote(c.name)).alias(value(i)) for i, c in enumerate(columns)],
+            *[
+                spark_fold.norm_numeric(F.col(quote(c.name))).alias(match_key(i))
+                for i, c in enumerate(columns)
+                if c.is_key and contract.is_numeric_text(c)
+            ],
+        )
+
+    def chunk_bounds(self, rows: DataFrame, columns: list[Column]) -> tuple[Any, Any] | None:
+        """The first key's range as text (a numeric-text key's normalised)."""
+        first = next(i for i, c in enumerate(columns) if c.is_key)
+        bound = F.col(quote(columns[first].name))
+        if contract.is_numeric_text(columns[first]):
+            bound = spark_fold.norm_numeric(bound)
+        low, high = rows.agg(F.min(bound).cast("string"), F.max(bound).cast("string")).first()
+        return low, high
+
+    def holds_none_between(self, bounds: Bounds) -> bool:
+        return delta_table.holds_none_between(self.spark, self.ref, bounds)
+
+    def append_chunk(
+        self, rows: DataFrame, columns: list[Column], schema: list[tuple[str, str]]
+    ) -> None:
+        given = {c.name for c in columns}
+        delta_table.append(
+            rows.select(
+                *[
+                    (F.col(quote(n)) if n in given else F.lit(None)).cast(t).alias(n)
+                    for n, t in schema
+                ]
+            ),
+            self.ref,
+        )
+
+    def merge_chunk(self, rows: DataFrame, columns: list[Column], plan: MergePlan) -> None:
+        delta_table.merge(self.spark, self.ref, self._source(rows, columns), plan)
+
+    def _deletion_vectors_when_outgrown(self) -> None:
+        local = self._local or LocalTable.open_local(self.ref)
+        if local is not None and arrow_rules.outgrown(local):
+            delta_table.enable_deletion_vectors(self.spark, self.ref)
