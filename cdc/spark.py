@@ -41,6 +41,7 @@ from cdc import jars
 from cdc.config import ENV_REFERENCE
 from cdc.errors import ConfigError
 from cdc.targets import catalog
+from cdc.targets.delta import object_store
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,6 +55,9 @@ PACKAGES = "spark.jars.packages"  # spark-submit's --packages: Maven coordinates
 LOCAL_MASTER = "local[2]"  # the master when neither the file nor --conf names one
 LOG_CONF = Path(__file__).with_name("log4j2.properties")  # Spark's log settings (cdc.logs)
 WAREHOUSE = "spark.sql.warehouse.dir"
+# Delta's log store for s3a:// tables: cdc.jars builds one whose commits are conditional PUTs,
+# so that two writers (two drains, Spark and delta-rs) never both take a version
+S3A_LOG_STORE = "spark.delta.logStore.s3a.impl"
 PIPELINE_WAREHOUSE = "_spark_warehouse"  # below target.path, for catalog-named targets
 
 DELTA_CONF = {
@@ -220,9 +224,9 @@ def session(
     java_major()
     builder = SparkSession.builder.appName(app_name)
     submitted = "SPARK_SUBMIT_OPTS" in os.environ or os.environ.get("SPARK_ENV_LOADED")
-    if submitted and conf:
-        conf = submitted_settings(conf, _submitted_keys())
     settings = {**DELTA_CONF, **(conf or {})}
+    if submitted:  # the submitter's settings win, Delta's extension and catalog included
+        settings = submitted_settings(settings, _submitted_keys())
     if not submitted:
         if WAREHOUSE not in settings:
             settings[WAREHOUSE] = warehouse or _temporary_warehouse()
@@ -239,6 +243,8 @@ def session(
     if local_jars is not None:  # with the settings' own jars, if any
         listed = [*map(str, local_jars), *split_list(settings.get(JARS))]
         builder = builder.config(JARS, ",".join(listed))
+        if S3A_LOG_STORE not in settings:  # commits to s3a:// as conditional PUTs (cdc.jars)
+            builder = builder.config(S3A_LOG_STORE, jars.LOG_STORE_CLASS)
     elif not submitted:
         from delta import configure_spark_with_delta_pip
 
@@ -252,6 +258,8 @@ def session(
     with logs.jvm_stderr():
         spark = builder.getOrCreate()
     logs.quiet_spark(spark)
+    # delta-rs reaches object storage with the session's S3A settings (the submitter's too)
+    object_store.configure(dict(spark.sparkContext.getConf().getAll()))
     check_classes(spark)
     return spark
 

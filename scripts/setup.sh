@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares this checkout on a fresh machine: a virtual environment in .venv with the package
-# and its development tools, at the exact versions of constraints.txt; Java 17 and Maven when missing; the Delta and PostgreSQL JDBC
+# and its development tools, at the exact versions of constraints.txt; Java 17 (a JDK) and Maven when missing; the Delta, S3A and PostgreSQL JDBC
 # jars through Maven (`cdc jars`, into ~/.cache/cdc-delta/jars); and Debian's PostgreSQL 15
 # (a second major version for the tests, and the server PgQ's packages build against) when
 # apt-get is available.
@@ -27,7 +27,8 @@ if [ ! -x "$PG15/pg_ctl" ] || ! ls /usr/share/postgresql/15/extension/pgq.contro
 fi
 
 APT_NEEDED=()
-command -v java >/dev/null || APT_NEEDED+=(openjdk-17-jre-headless)
+# a JDK: cdc jars builds the Delta log store for s3a:// targets with javac
+command -v javac >/dev/null || APT_NEEDED+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || APT_NEEDED+=(maven)
 if [ ${#APT_NEEDED[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from cdc.pg import install
-from tests.support import pgq, servers
+from tests.support import objectstore, pgq, servers
 from tests.support.databases import TEMPLATE, create_database, drop_database
 from tests.support.roles import LoginRoles
 
@@ -25,7 +25,7 @@ TESTS = Path(__file__).parent
 SPARK_FOLDERS = ("spark", "e2e")
 UNIT_FOLDER = "unit"
 # fixtures that start a server or a JVM: none of them in tests/unit
-SERVER_FIXTURES = frozenset({"admin_dsn", "pgq_admin_dsn", "spark"})
+SERVER_FIXTURES = frozenset({"admin_dsn", "pgq_admin_dsn", "spark", "object_store"})
 
 
 def _folder(item: pytest.Item) -> str | None:
@@ -149,13 +149,24 @@ def pgq_admin_dsn() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One local Spark session with Delta for the whole run (starting one takes seconds)."""
+def object_store() -> Iterator[objectstore.ObjectStore]:
+    """An S3 API on this machine for the run (tests/support/objectstore.py)."""
+    with objectstore.object_store() as store:
+        yield store
+
+
+@pytest.fixture(scope="session")
+def spark(
+    tmp_path_factory: pytest.TempPathFactory, object_store: objectstore.ObjectStore
+) -> Iterator[object]:
+    """One local Spark session with Delta for the whole run (starting one takes seconds),
+    which reaches the object store through s3a:// too."""
     from cdc import spark as spark_module
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     # 50 MB values pass through this one session, beside every other test's tables
     settings = {"spark.sql.warehouse.dir": str(warehouse), "spark.driver.memory": "6g"}
+    settings |= object_store.spark_settings()
     session = spark_module.session("cdc-tests", settings)
     yield session
     session.stop()

@@ -60,6 +60,8 @@ class TableRef:
         (``db.table``) the folder cdc.targets.catalog gives it, with the name."""
         if catalog.is_name(name):
             return cls(catalog.location(base, name), name)
+        if "://" in base:  # an object store's URL: a path joined as a URL's, not a file's
+            return cls(base.rstrip("/") + "/" + name)
         return cls(str(Path(base) / name))
 
     @property

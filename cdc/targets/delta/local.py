@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark.sql.types import StructType
 
+from cdc.targets.delta import object_store
 from cdc.targets.delta.commits import commit_stat
 from cdc.targets.table import TableRef
 
@@ -92,12 +93,17 @@ class LocalTable:
 
     @classmethod
     def open(cls, ref: TableRef) -> LocalTable | None:
-        """The table, or None when there is none at the path (or ref is a catalog name)."""
+        """The table, or None when there is none at the path (or ref is a catalog name); a
+        path in object storage is read with the options cdc.targets.delta.object_store
+        derives from the Spark settings."""
         from deltalake import DeltaTable
 
-        if not ref.is_path or not DeltaTable.is_deltatable(ref.location):
+        if not ref.is_path:
             return None
-        return cls(DeltaTable(ref.location))
+        options = object_store.storage_options(ref.location)  # None for a local path
+        if not DeltaTable.is_deltatable(ref.location, storage_options=options):
+            return None
+        return cls(DeltaTable(ref.location, storage_options=options))
 
     @classmethod
     def open_local(cls, ref: TableRef) -> LocalTable | None:
