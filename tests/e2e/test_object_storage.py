@@ -6,10 +6,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from cdc.ops import maintain, status
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
-from cdc.pipeline import compare
+from cdc.pipeline import compare, verify
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table
 from tests.support import drainkit
@@ -61,6 +62,14 @@ def test_the_drain_writes_s3a_targets_exactly_once(source, dsn, spark, object_st
     commits = delta_table.spark_table(spark, mirror).history().collect()
     routes = [c["userMetadata"] for c in commits if c["operation"] == "MERGE"]
     assert routes and all('"cdc.write": "spark"' in r for r in routes), routes
+
+    # status reads the targets with delta-rs, verify and maintain with Spark
+    [state] = [t for t in status.collect(pipe).tables if t.target == "a"]
+    assert state.exists and state.rows == 46 and state.quarantined == 0
+    [verdict] = [v for v in verify.Verifier(pipe, spark).run() if v.target == "a"]
+    assert verdict.ok and verdict.source_rows == verdict.delta_rows == 46, verdict
+    [done] = maintain.maintain(pipe, spark, ["a"], vacuum=False)
+    assert done.files_after == 1 <= done.files_before
 
 
 def test_a_commit_file_is_never_overwritten_on_s3(spark, object_store):

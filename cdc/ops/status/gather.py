@@ -17,7 +17,9 @@ from cdc.ops.status.model import (
 )
 from cdc.ops.status.queries import consumers, drain_lock_held, queue_state
 from cdc.pg import source
+from cdc.spark import resolve_settings
 from cdc.targets import failing, quarantine, readers, snapshots
+from cdc.targets.delta import object_store
 from cdc.targets.delta_table import LocalTable, needs_mapping
 from cdc.targets.table import app_id, legacy_app_id
 
@@ -36,6 +38,8 @@ def _consumer_state(
 
 def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Status:
     """The pipeline's status, its health judged with the threshold max_pending_age (s)."""
+    # targets in object storage are read by delta-rs with the file's S3A settings
+    object_store.configure(resolve_settings(pipeline.spark))
     src = pipeline.source
     with psycopg.connect(src.dsn, autocommit=True) as conn:
         queue = queue_state(conn, src.engine, src.queue)
