@@ -256,6 +256,8 @@ class BatchApplier:
         frame = quarantine.conform(bad[0])
         for other in bad[1:]:
             frame = frame.unionByName(quarantine.conform(other))
+        if len(bad) > 1:  # a source with two targets (a mirror and a history) decodes twice
+            frame = frame.dropDuplicates(["ev_id", "cause", "reason"])
         # a failing table's events may be many: written from the (cached) frames, not collected
         count = frame.count()
         if not count:

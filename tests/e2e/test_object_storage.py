@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import psycopg
 import pytest
 
@@ -44,6 +46,10 @@ def test_the_drain_writes_s3a_targets_exactly_once(source, dsn, spark, object_st
         " from generate_series(1, 50) g"
     )
     source.execute("update a set v = 'changed' where id <= 10")
+    source.execute(  # a bad event: to the quarantine, in the bucket too
+        'select cdc.insert_event(\'q\', \'{"op":"INSERT","table":["public","a"],'
+        "\"pkey\":[\"id\"]}', '{not json', 'public.a', null, null, null)"
+    )
     with Drain(pipe, spark) as drain:
         assert drain.run() >= 1
         source.execute("delete from a where id > 45")
@@ -65,7 +71,12 @@ def test_the_drain_writes_s3a_targets_exactly_once(source, dsn, spark, object_st
 
     # status reads the targets with delta-rs, verify and maintain with Spark
     [state] = [t for t in status.collect(pipe).tables if t.target == "a"]
-    assert state.exists and state.rows == 46 and state.quarantined == 0
+    # once, though two targets (a and a_history) decoded it
+    assert state.exists and state.rows == 46 and state.quarantined == 1
+    quarantined = spark.read.format("delta").load(root + "/_quarantine").collect()
+    assert [(r.ev_extra1, r.reason) for r in quarantined] == [
+        ("public.a", "undecodable json payload")
+    ]
     [verdict] = [v for v in verify.Verifier(pipe, spark).run() if v.target == "a"]
     assert verdict.ok and verdict.source_rows == verdict.delta_rows == 46, verdict
     [done] = maintain.maintain(pipe, spark, ["a"], vacuum=False)
@@ -135,3 +146,34 @@ def test_spark_and_delta_rs_commit_to_one_s3_table_at_once_losing_nothing(spark,
     assert counts == {"spark": 80, "delta-rs": 80}
     versions = [r["version"] for r in spark.sql(f"describe history delta.`{path}`").collect()]
     assert sorted(versions) == list(range(17))
+
+
+def test_sigkill_between_commits_then_rerun_on_s3(conn, dsn, spark, object_store, tmp_path):
+    """Drains run as scheduled ones are (a process each, the S3A settings in the pipeline
+    file's [spark] section), SIGKILLed after reading, after the first table's commit and
+    after every commit of the batch, then run again: the targets in the bucket are right
+    and the history holds each event once."""
+    from tests.e2e import test_drain_crash as crash
+
+    root = object_store.bucket() + "/replica"
+    Queue(conn, "q").create()
+    Consumer(conn, "q", "delta").register()
+    conn.execute("create table a (id int primary key, v text, n int)")
+    conn.execute("create table b (k text primary key, x numeric(8,2))")
+    capture.attach(conn, "public.a", CaptureOptions(queue="q", format="json"))
+    capture.attach(conn, "public.b", CaptureOptions(queue="q", format="sql"))
+    conf = crash.write_config(tmp_path, dsn, root)  # type: ignore[arg-type]
+    spark_section = "".join(f'"{k}" = "{v}"\n' for k, v in object_store.spark_settings().items())
+    conf.write_text(conf.read_text() + "\n[spark]\n" + spark_section)
+    crash.workload(conn, 1)
+    for stage in ("read", "table:a", "merged"):
+        assert crash.drain(conf, kill_at=stage) == -signal.SIGKILL, stage
+    assert crash.drain(conf) == 0
+    for table in ("a", "b"):
+        columns = pgtypes.columns(conn, "public", table)
+        assert compare.delta_rows(spark, f"{root}/{table}", columns) == compare.source_rows(
+            conn, "public", table
+        ), table
+    events = conn.execute("select count(*) from cdc.event where ev_extra1 = 'public.a'")
+    history = spark.read.format("delta").load(f"{root}/a_history")
+    assert history.count() == history.select("ev_id").distinct().count() == events.fetchone()[0]
