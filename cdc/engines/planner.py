@@ -22,8 +22,9 @@ The decision has two steps, because some facts are known only once the part is d
    The Arrow decoder may still answer "undecided" (an event it cannot be sure to decode as
    Spark does, a bad event): then Spark decodes, and the route says why.
 2. ``write_route(WriteFacts)``, once decoded: the Arrow engine folds and writes where
-   delta-rs writes what Spark would (a local target whose protocol delta-rs writes, exact
-   column names, no TRUNCATE in the part). Rows Spark decoded may still be written by
+   delta-rs writes what Spark would (a target delta-rs reaches, on a local path or in object
+   storage with the session's S3A settings, whose protocol delta-rs writes, exact column
+   names, no TRUNCATE in the part). Rows Spark decoded may still be written by
    delta-rs when the part is small (Spark folds, the driver collects the one row per key,
    cdc.engines.collected): a Spark MERGE costs seconds whatever its size.
 
@@ -129,7 +130,7 @@ class WriteFacts:
     decoded_by: str  # the engine that decoded it
     small: bool  # PartFacts.small, and held on the driver
     kind_writes_arrow: bool
-    target_on_local_path: bool  # delta-rs opened the target's log
+    target_reached: bool  # delta-rs opened the target's log (a local path or object storage)
     target_writable: bool  # delta-rs writes this target as Spark would (ArrowEngine.refuses)
     truncated: bool  # the part holds a TRUNCATE or the marker of a re-created table
     forced: str | None = None
@@ -153,8 +154,8 @@ def _spark_write_reason(facts: WriteFacts) -> str | None:
         return "a large part decoded by Spark"
     if facts.truncated:
         return "a TRUNCATE overwrites the target"
-    if not facts.target_on_local_path:
-        return "the target is not on a local path"
+    if not facts.target_reached:
+        return "delta-rs does not reach the target"
     if not facts.target_writable:
         return "delta-rs cannot write this target as Spark would"
     return None
@@ -166,7 +167,7 @@ class ChunkFacts:
 
     local_master: bool
     kinds_write_arrow: bool  # every target's kind has an Arrow write
-    targets_on_local_path: bool  # every target is on a local path (created or not)
+    targets_reached: bool  # delta-rs reaches every target: a local path or object storage
     targets_writable: bool  # delta-rs writes every existing target as Spark would
     forced: str | None = None
 
@@ -180,8 +181,8 @@ def chunk_route(facts: ChunkFacts) -> Route:
         return Route(SPARK, SPARK, "drain.engine = spark")
     if not facts.kinds_write_arrow:
         return Route(SPARK, SPARK, "a target kind writes with Spark only")
-    if not facts.targets_on_local_path:
-        return Route(SPARK, SPARK, "a target is not on a local path")
+    if not facts.targets_reached:
+        return Route(SPARK, SPARK, "delta-rs does not reach a target")
     if not facts.targets_writable:
         return Route(SPARK, SPARK, "delta-rs cannot write a target as Spark would")
     if facts.forced == ARROW:

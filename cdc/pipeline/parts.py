@@ -177,7 +177,7 @@ class PartRunner:
                 out.bad = out.bad.where(F.col("ev_id") > facts.recreated_at)
         batch = TableBatch(out.decoded.rows, columns, facts.truncated_at, facts.key_range)
         spark.conf.set(MATERIALIZE_SOURCE, "none" if small else self.materialize)
-        local = delta_table.LocalTable.open_local(part.ref)  # its log, read once
+        local = delta_table.LocalTable.reach(part.ref)  # its log, read once
         facts = self.write_facts(kind, part.ref, batch, local, small)
         route = planner.write_route(route, facts)
         if route.write == planner.ARROW:
@@ -204,7 +204,7 @@ class PartRunner:
             decoded_by=planner.SPARK,
             small=small,
             kind_writes_arrow=kind.writes_on_driver,
-            target_on_local_path=local is not None,
+            target_reached=local is not None,
             target_writable=True,
             truncated=batch.truncated_at is not None,
             forced=self.engine,

@@ -39,6 +39,7 @@ from cdc.pipeline import chunks
 from cdc.pipeline.chunks import ChunkPlan
 from cdc.spark import is_local
 from cdc.targets import delta_table, quarantine, registry, snapshots
+from cdc.targets.delta import object_store
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
 
@@ -174,21 +175,22 @@ class Job:
         return plan, self._write(chunks.typed(raw, reader.columns), reader.columns)
 
     def _route(self, columns: list[pgtypes.Column]) -> planner.Route:
-        """The route planner's engine for the table's chunks (every target a local target
-        whose log delta-rs may write: an existing target, or one to be created, which Spark
-        creates without deletion vectors)."""
-        kinds, local, writable = True, True, True
+        """The route planner's engine for the table's chunks (every target one whose log
+        delta-rs may write, on a local path or in object storage: an existing target, or
+        one to be created, which Spark creates without deletion vectors)."""
+        kinds, reached, writable = True, True, True
         for target in self.targets:
             ref, kind = self.pipeline.table(target.target), registry.kind(target.mode)
             kinds = kinds and kind.writes_on_driver
-            local = local and delta_table.local_path(ref) is not None
-            if not (kinds and local):
+            on_path = delta_table.local_path(ref) is not None
+            reached = reached and (on_path or object_store.is_object_store(ref.location))
+            if not (kinds and reached):
                 break
-            table = delta_table.LocalTable.open_local(ref)
+            table = delta_table.LocalTable.reach(ref)
             schema = kind.columns(columns)
             if table is not None and not driver_writes.writable(table, schema, columns, True):
                 writable = False
-        facts = planner.ChunkFacts(self.on_driver, kinds, local, writable, self.engine)
+        facts = planner.ChunkFacts(self.on_driver, kinds, reached, writable, self.engine)
         route = planner.chunk_route(facts)
         log.debug("snapshot of %s: %s", self.source, route)
         return route

@@ -22,7 +22,7 @@ WRITABLE = WriteFacts(
     decoded_by=ARROW,
     small=True,
     kind_writes_arrow=True,
-    target_on_local_path=True,
+    target_reached=True,
     target_writable=True,
     truncated=False,
 )
@@ -74,7 +74,7 @@ def test_the_write_goes_to_arrow_only_where_delta_rs_writes_as_spark_would() -> 
     assert planner.write_route(route, WRITABLE) == Route(ARROW, ARROW, "local master")
     for change, why in [
         ({"truncated": True}, "TRUNCATE"),
-        ({"target_on_local_path": False}, "not on a local path"),
+        ({"target_reached": False}, "does not reach the target"),
         ({"target_writable": False}, "cannot write this target"),
         ({"kind_writes_arrow": False}, "Spark only"),
         ({"forced": SPARK}, "drain.engine"),
@@ -110,14 +110,14 @@ def test_snapshot_chunks_go_to_arrow_only_on_a_local_master_with_local_targets()
     """The snapshot's chunks are cast and appended by Arrow on a local master for local
     targets delta-rs writes; any other fact sends them to Spark, with the reason."""
     facts = planner.ChunkFacts(
-        local_master=True, kinds_write_arrow=True, targets_on_local_path=True,
+        local_master=True, kinds_write_arrow=True, targets_reached=True,
         targets_writable=True,
     )  # fmt: skip
     assert planner.chunk_route(facts).write == ARROW
     for change, why in [
         ({"local_master": False}, "cluster"),
         ({"kinds_write_arrow": False}, "Spark only"),
-        ({"targets_on_local_path": False}, "local path"),
+        ({"targets_reached": False}, "does not reach a target"),
         ({"targets_writable": False}, "cannot write"),
         ({"forced": SPARK}, "drain.engine"),
     ]:

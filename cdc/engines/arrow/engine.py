@@ -39,6 +39,7 @@ __all__ = ["ArrowEngine"]
 log = logging.getLogger("cdc.merge")
 
 OUT_OF_YEARS = "a date or timestamp outside years 1-9999"
+UNREACHED = "delta-rs does not reach the target (a catalog name, or a log it cannot read)"
 
 
 class ArrowEngine:
@@ -52,21 +53,22 @@ class ArrowEngine:
 
     @property
     def local(self) -> LocalTable | None:
-        """The target's log read by delta-rs (None off a local path, or without a log yet)."""
+        """The target's log read by delta-rs (LocalTable.reach: a local path or an object
+        store; None for a catalog name, or without a log yet)."""
         if self._local is None:
-            self._local = LocalTable.open_local(self.ref)
+            self._local = LocalTable.reach(self.ref)
         return self._local
 
     def _table(self) -> LocalTable:
         if self.local is None:
-            raise Declined("the target is not on a local path")
+            raise Declined(UNREACHED)
         return self.local
 
     def refuses(self, schema: list[tuple[str, str]], columns: list[Column]) -> str | None:
         """Why delta-rs may not write the target as Spark would, known before the rows are;
         None when it may (the files a MERGE would rewrite are counted with the rows)."""
         if self.local is None:
-            return "the target is not on a local path"
+            return UNREACHED
         if not rules.appendable(self.local, schema):
             return "delta-rs cannot write this target as Spark would"
         return None

@@ -118,6 +118,6 @@ class SparkEngine:
         delta_table.merge(self.spark, self.ref, self._source(rows, columns), plan)
 
     def _deletion_vectors_when_outgrown(self) -> None:
-        local = self._local or LocalTable.open_local(self.ref)
+        local = self._local or LocalTable.reach(self.ref)
         if local is not None and arrow_rules.outgrown(local):
             delta_table.enable_deletion_vectors(self.spark, self.ref)

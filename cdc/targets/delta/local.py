@@ -124,6 +124,22 @@ class LocalTable:
             log.debug("%s: log not read without a JVM: %s", ref.location, exc)
             return None
 
+    @classmethod
+    def reach(cls, ref: TableRef) -> LocalTable | None:
+        """The table as delta-rs reaches it to write: on a local path (open_local: kept
+        open), or in object storage (cdc.targets.delta.object_store: opened afresh, its log
+        listed once). None for a catalog name, a table not there yet, and one whose log
+        delta-rs cannot read (the caller asks Spark then)."""
+        if local_path(ref) is not None:
+            return cls.open_local(ref)
+        if not object_store.is_object_store(ref.location):
+            return None
+        try:
+            return cls.open(ref)
+        except Exception as exc:
+            log.debug("%s: log not read without a JVM: %s", ref.location, exc)
+            return None
+
     @property
     def table(self) -> Any:
         """delta-rs' DeltaTable."""

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import StructType
 
 from cdc.targets import catalog
-from cdc.targets.delta import spark_sql
+from cdc.targets.delta import object_store, spark_sql
 from cdc.targets.delta.commits import committing, is_commit_file
 from cdc.targets.delta.local import COLUMN_MAPPING, LocalTable, is_mapped, local_path
 from cdc.targets.merge_plan import Bounds, MergePlan
@@ -115,8 +115,8 @@ def clear_uncommitted_log(spark: SparkSession, location: str) -> None:
 def ensure(
     spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]], key: list[str]
 ) -> None:
-    """Creates the table (the key columns not nullable; deletion vectors on unless on a
-    local path), or adds the columns it lacks."""
+    """Creates the table (the key columns not nullable; deletion vectors on unless delta-rs
+    reaches it: a local path or object storage), or adds the columns it lacks."""
     from delta.tables import DeltaTable
 
     if not exists(spark, ref):
@@ -128,9 +128,10 @@ def ensure(
             builder = builder.addColumn(name, spark_type, nullable=name not in key)
         if any(needs_mapping(name) for name, _ in columns):
             builder = builder.property(COLUMN_MAPPING, "name")
-        if local_path(ref) is None:
-            # no driver-side writes there (cdc.engines.arrow.write): a MERGE that deletes
-            # or updates a few rows marks them instead of rewriting whole files
+        if local_path(ref) is None and not object_store.is_object_store(ref.location):
+            # delta-rs does not reach it, so no driver-side writes (cdc.engines.arrow.write):
+            # a MERGE that deletes or updates a few rows marks them instead of rewriting
+            # whole files
             builder = builder.property(DELETION_VECTORS, "true")
         builder.execute()
         if ref.name:  # a catalog target: its name in the catalog, from now on
