@@ -207,3 +207,49 @@ def test_a_chunked_snapshot_then_the_drain_on_s3(source, dsn, spark, object_stor
     assert compare.delta_rows(spark, pipe.location("p"), columns) == compare.source_rows(
         source, "public", "p"
     )
+
+
+def test_one_batch_written_by_two_writers_at_once_commits_once_on_s3(spark, object_store):
+    """A drain that lost its lock but still runs and the drain that took over write the
+    same batch (the same txn: appId and tick) to one s3a:// table at the same moment, one
+    with Spark and one with delta-rs: the batch is committed once, whoever wins."""
+    import threading
+
+    import pyarrow as pa
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    from cdc.targets.delta import object_store as options
+
+    path = object_store.bucket() + "/t"
+    spark.createDataFrame([], "id long, w string").write.format("delta").save(path)
+    for tick in range(1, 6):
+        start = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def delta_rs_writes(
+            tick: int = tick, start: threading.Barrier = start, errors: list = errors
+        ) -> None:
+            batch = pa.table({"id": pa.array([tick], pa.int64()), "w": ["delta-rs"]})
+            marks = CommitProperties(app_transactions=[Transaction("drain", tick)])
+            start.wait()
+            try:
+                write_deltalake(
+                    path, batch, mode="append", commit_properties=marks,
+                    storage_options=options.storage_options(path),
+                )  # fmt: skip
+            except Exception as exc:  # the loser of the race: refused, nothing written
+                errors.append(exc)
+
+        other = threading.Thread(target=delta_rs_writes)
+        other.start()
+        frame = spark.createDataFrame([(tick, "spark")], "id long, w string")
+        writer = frame.write.format("delta").mode("append")
+        writer = writer.option("txnAppId", "drain").option("txnVersion", tick)
+        start.wait()
+        try:
+            writer.save(path)
+        except Exception as exc:
+            errors.append(exc)
+        other.join()
+        rows = spark.read.format("delta").load(path).where(f"id = {tick}").collect()
+        assert len(rows) == 1, (tick, rows, errors)
