@@ -190,6 +190,16 @@ def pipeline_warehouse(pipeline: Pipeline) -> str | None:
     return pipeline.location(PIPELINE_WAREHOUSE)
 
 
+def session_settings(
+    conf: Mapping[str, str] | None, submitted: Iterable[str] | None
+) -> dict[str, str]:
+    """Delta's settings (DELTA_CONF) with conf over them; under spark-submit (submitted: the
+    keys the submitter gave) only those the submitter left out, Delta's extension and
+    catalog included: a submitter's own catalog (Unity, Glue, Hive) is kept."""
+    settings = {**DELTA_CONF, **(conf or {})}
+    return settings if submitted is None else submitted_settings(settings, submitted)
+
+
 def submitted_settings(settings: Mapping[str, str], submitted: Iterable[str]) -> dict[str, str]:
     """The settings the submitter did not give (spark-submit's ``--conf`` and its kind win)."""
     given = set(submitted)
@@ -224,9 +234,7 @@ def session(
     java_major()
     builder = SparkSession.builder.appName(app_name)
     submitted = "SPARK_SUBMIT_OPTS" in os.environ or os.environ.get("SPARK_ENV_LOADED")
-    settings = {**DELTA_CONF, **(conf or {})}
-    if submitted:  # the submitter's settings win, Delta's extension and catalog included
-        settings = submitted_settings(settings, _submitted_keys())
+    settings = session_settings(conf, _submitted_keys() if submitted else None)
     if not submitted:
         if WAREHOUSE not in settings:
             settings[WAREHOUSE] = warehouse or _temporary_warehouse()

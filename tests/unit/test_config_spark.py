@@ -94,6 +94,18 @@ def test_submitted_settings_win_over_the_file() -> None:
     assert kept == {"spark.sql.shuffle.partitions": "8"}
 
 
+def test_the_submitters_catalog_and_extensions_win_over_deltas() -> None:
+    """Under spark-submit, Delta's extension and catalog are set only when the submitter
+    set none (its own catalog stays); outside it, they are always set."""
+    catalog = "spark.sql.catalog.spark_catalog"
+    given = spark_module.session_settings({"spark.driver.memory": "4g"}, [catalog])
+    assert catalog not in given
+    assert given["spark.sql.extensions"] == spark_module.DELTA_CONF["spark.sql.extensions"]
+    assert given["spark.driver.memory"] == "4g"
+    local = spark_module.session_settings(None, None)
+    assert local[catalog] == spark_module.DELTA_CONF[catalog]
+
+
 def test_path_targets_need_no_warehouse() -> None:
     """Every target a path: no warehouse under target.path (the session takes a temporary one)."""
     assert spark_module.pipeline_warehouse(config.parse(GOOD)) is None
