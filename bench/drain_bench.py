@@ -83,8 +83,14 @@ def _database(admin_dsn: str, name: str) -> str:
     return dsn
 
 
+def below(root: Path | str, *parts: str) -> str:
+    """A path below root, a folder or an object store's URL (joined as a URL: a Path would
+    make s3a://b of it s3a:/b)."""
+    return "/".join([str(root).rstrip("/"), *parts])
+
+
 def _pipeline(
-    dsn: str, root: Path, tables: list[str], max_events: int, consumer: str = "delta"
+    dsn: str, root: Path | str, tables: list[str], max_events: int, consumer: str = "delta"
 ) -> config.Pipeline:
     return config.parse(
         {
@@ -147,17 +153,20 @@ def backlog(dsn: str, tables: list[str], events: int, first: int = 0) -> int:
         )
 
 
-def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: int) -> dict:
+def throughput(
+    admin_dsn: str, spark: Any, root: Path | str, events: int, max_events: int, db: str = ""
+) -> dict:
     """The backlog drained twice, by two consumers of the same queue: first in a fresh Spark
-    session (what a scheduled spark-submit sees: the JVM compiles as it goes), then warm."""
-    dsn = _database(admin_dsn, "bench_throughput")
+    session (what a scheduled spark-submit sees: the JVM compiles as it goes), then warm.
+    root: a folder or an object store's URL; db: a suffix of the database's name."""
+    dsn = _database(admin_dsn, "bench_throughput" + db)
     tables = ["t1", "t2", "t3"]
     _setup(dsn, tables, ("cold", "warm"))
     progress(f"throughput: backlog of {events:,} events")
     out: dict[str, Any] = {"events": backlog(dsn, tables, events)}
     total = out["events"]
     for consumer in ("cold", "warm"):
-        pipeline = _pipeline(dsn, root / "throughput" / consumer, tables, max_events, consumer)
+        pipeline = _pipeline(dsn, below(root, "throughput", consumer), tables, max_events, consumer)
         batches: list[dict] = []
         with Drain(pipeline, spark) as drain:
             started = time.monotonic()
@@ -176,13 +185,20 @@ def throughput(admin_dsn: str, spark: Any, root: Path, events: int, max_events: 
     return out
 
 
-def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float) -> dict:
+def freshness(
+    admin_dsn: str, spark: Any, root: Path | str, rate: int, seconds: float, db: str = ""
+) -> dict:
+    """Row latencies of a follow drain while a writer commits rate events/s (root: a folder
+    or an object store's URL, read by delta-rs with the session's S3A settings)."""
     from deltalake import DeltaTable, QueryBuilder
 
-    dsn = _database(admin_dsn, "bench_freshness")
+    from cdc.targets.delta import object_store
+
+    dsn = _database(admin_dsn, "bench_freshness" + db)
     _setup(dsn, ["f"])
-    path = root / "freshness" / "f"
-    drain = Drain(_pipeline(dsn, root / "freshness", ["f"], 1_000_000), spark)
+    path = below(root, "freshness", "f")
+    options = object_store.storage_options(path)
+    drain = Drain(_pipeline(dsn, below(root, "freshness"), ["f"], 1_000_000), spark)
     committed: dict[int, float] = {}
     seen: dict[int, float] = {}
     stop = threading.Event()
@@ -211,7 +227,7 @@ def freshness(admin_dsn: str, spark: Any, root: Path, rate: int, seconds: float)
         while not stop.is_set():
             try:
                 if table is None:
-                    table = DeltaTable(str(path))
+                    table = DeltaTable(path, storage_options=options)
                 else:
                     table.update_incremental()
                 result = QueryBuilder().register("f", table).execute("select max(id) from f")

@@ -126,8 +126,8 @@ class BatchApplier:
         ref = self.pipeline.table(name)
         if not ref.is_path or name in self._current_ids:
             return False
-        # open_local: the table stays open for this batch's other reads of it
-        table = delta_table.LocalTable.open_local(ref) or delta_table.LocalTable.open(ref)
+        # reach: the table stays open for this batch's other reads of it
+        table = delta_table.LocalTable.reach(ref) or delta_table.LocalTable.open(ref)
         if table is None:
             return False
         src = self.pipeline.source

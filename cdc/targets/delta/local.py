@@ -84,6 +84,34 @@ def _opened(path: str) -> Any:
     return table
 
 
+# tables in object storage opened by LocalTable.reach: URL -> delta-rs table
+_REACHED: dict[str, Any] = {}
+
+
+def _reached(ref: TableRef) -> LocalTable | None:
+    """LocalTable.reach of an object store's table (see there)."""
+
+    with _OPENED_LOCK:
+        kept = _REACHED.pop(ref.location, None)
+    table = None
+    if kept is not None:
+        try:
+            kept.update_incremental()
+            table = kept
+        except Exception as exc:  # read it again from the start
+            log.debug("%s: log not brought up to date: %s", ref.location, exc)
+    if table is None:
+        opened = LocalTable.open(ref)
+        if opened is None:
+            return None
+        table = opened.table
+    with _OPENED_LOCK:
+        if len(_REACHED) >= _KEPT_OPEN:
+            _REACHED.clear()
+        _REACHED[ref.location] = table
+    return LocalTable(table)
+
+
 class LocalTable:
     """A path table read with delta-rs, without a JVM (status, the failing marks, the
     drain's look for commits under an earlier appId)."""
@@ -126,16 +154,18 @@ class LocalTable:
 
     @classmethod
     def reach(cls, ref: TableRef) -> LocalTable | None:
-        """The table as delta-rs reaches it to write: on a local path (open_local: kept
-        open), or in object storage (cdc.targets.delta.object_store: opened afresh, its log
-        listed once). None for a catalog name, a table not there yet, and one whose log
-        delta-rs cannot read (the caller asks Spark then)."""
+        """The table as delta-rs reaches it: on a local path (open_local), or in object
+        storage (cdc.targets.delta.object_store). Either is kept open and brought up to date
+        with the commits written since, as Spark keeps a table's log: in object storage a
+        table opened once costs one listing of its log per look (the drain looks several
+        times a batch) instead of reading its log again. None for a catalog name, a table
+        not there yet, and one whose log delta-rs cannot read (the caller asks Spark then)."""
         if local_path(ref) is not None:
             return cls.open_local(ref)
         if not object_store.is_object_store(ref.location):
             return None
         try:
-            return cls.open(ref)
+            return _reached(ref)
         except Exception as exc:
             log.debug("%s: log not read without a JVM: %s", ref.location, exc)
             return None

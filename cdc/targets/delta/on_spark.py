@@ -62,6 +62,8 @@ def exists(spark: SparkSession, ref: TableRef) -> bool:
         from deltalake import DeltaTable as LogReader
 
         return LogReader.is_deltatable(path)
+    if object_store.is_object_store(ref.location) and LocalTable.reach(ref) is not None:
+        return True  # delta-rs read its log: no Spark job (else Spark answers)
     if ref.is_path:
         return DeltaTable.isDeltaTable(spark, ref.location)
     return spark.catalog.tableExists(ref.location)
@@ -77,7 +79,7 @@ def spark_table(spark: SparkSession, ref: TableRef) -> Any:
 
 
 def schema(spark: SparkSession, ref: TableRef) -> StructType:
-    local = LocalTable.open_local(ref)
+    local = LocalTable.reach(ref)  # a local path or object storage: no Spark job
     if local is not None:
         return local.schema()
     return spark.table(ref.sql_name).schema
@@ -160,7 +162,7 @@ def add_columns(spark: SparkSession, ref: TableRef, columns: list[tuple[str, str
 
 
 def properties(spark: SparkSession, ref: TableRef) -> dict[str, str]:
-    local = LocalTable.open_local(ref)
+    local = LocalTable.reach(ref)  # a local path or object storage: no Spark job
     if local is not None:
         return local.properties()
     rows = spark.sql(f"show tblproperties {ref.sql_name}").collect()
