@@ -40,10 +40,9 @@ from bench.common import (
     check_args,
     cluster,
     common_arguments,
-    git_state,
-    machine_info,
     progress,
     publish,
+    run_facts,
     server_info,
 )
 from cdc.pg import capture, install
@@ -186,11 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     check_args(parser, args)
     if args.quick:
         args.baseline_events, args.events = 50_000, 100_000
-    facts: dict[str, Any] = {
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "machine": machine_info(),
-        "git": git_state(),
-    }
+    facts: dict[str, Any] = run_facts(args)
     try:
         settings = {"max_wal_size": "8GB", "checkpoint_timeout": "30min"}
         with cluster(args.pgbin, settings) as admin, tempfile.TemporaryDirectory() as tmp:

@@ -50,10 +50,9 @@ from bench.common import (
     check_args,
     cluster,
     common_arguments,
-    git_state,
-    machine_info,
     progress,
     publish,
+    run_facts,
     server_info,
 )
 from cdc import config
@@ -401,11 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.scale_rows.split(",")]
     from cdc import spark as spark_module
 
-    facts: dict[str, Any] = {
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "machine": machine_info(),
-        "git": git_state(),
-    }
+    facts: dict[str, Any] = run_facts(args)
     try:
         with cluster(args.pgbin, {}) as admin, tempfile.TemporaryDirectory() as tmp:
             with psycopg.connect(admin) as conn:

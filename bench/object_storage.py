@@ -32,10 +32,9 @@ from bench.common import (
     check_args,
     cluster,
     common_arguments,
-    git_state,
-    machine_info,
     progress,
     publish,
+    run_facts,
     server_info,
 )
 
@@ -89,11 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from cdc import spark as spark_module
     from tests.support import objectstore
 
-    facts: dict[str, Any] = {
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "machine": machine_info(),
-        "git": git_state(),
-    }
+    facts: dict[str, Any] = run_facts(args)
     try:
         with (
             cluster(args.pgbin, {}) as admin,
