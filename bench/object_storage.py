@@ -9,7 +9,9 @@ Run from the repository root::
 One run starts a throwaway PostgreSQL cluster from ``--pgbin``, the tests' S3 API server
 (tests/support/objectstore.py: moto on 127.0.0.1, conditional writes atomic) and one local
 Spark session reaching it through S3A, and takes bench.drain_bench's throughput and
-freshness measures twice, into a temporary folder and into a bucket. Each side has its own
+freshness measures twice, into a temporary folder and into a bucket, after a drain that
+warms the JVM up (so "cold" and "warm" are the first and second consumer of a side's
+backlog, both in a warm JVM: the targets are new for the first). Each side has its own
 database, queue and backlog of the same size. The store answers on the loopback with no
 network between: the ratio is the cost of going through the S3 API (and the commit protocol
 of each writer over it), not the latency of a real store, which adds its round trips.
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             spark = spark_module.session("cdc-bench", store.spark_settings())
             facts["spark_start_s"] = time.monotonic() - started
+            # the JVM warmed up first, so that neither side pays for its compiling
+            drain_bench.throughput(admin, spark, tmp + "/warmup", 20_000, args.max_events, "_w")
             roots = {"local": tmp, "s3a": store.bucket()}
             for side in SIDES:
                 root = roots[side]
