@@ -16,9 +16,10 @@ from pyspark.sql import functions as F
 
 from cdc.engines.arrow.engine import ArrowEngine
 from cdc.engines.engine import Named
+from cdc.engines.spark import engine as spark_engine
 from cdc.engines.spark import fold as spark_fold
 from cdc.pg.pgtypes import Column
-from cdc.rows import ACTION, RESET, has, meta, value
+from cdc.rows import ACTION, RESET, has, value
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,8 +40,8 @@ class Collected(ArrowEngine):
         ).toArrow()
 
     def after(self, rows: DataFrame, ev_id: int) -> DataFrame:  # type: ignore[override]
-        return rows.where(F.col(meta("ev_id")) > ev_id)
+        return spark_engine.after(rows, ev_id)
 
     def named(self, rows: DataFrame, columns: list[Named]) -> pa.Table:  # type: ignore[override]
-        frame = rows.select(*[F.col(src).cast(kind).alias(name) for src, name, kind in columns])
+        frame = spark_engine.named(rows, columns)
         return super().named(frame.toArrow(), [(name, name, kind) for _, name, kind in columns])

@@ -82,6 +82,11 @@ def drain(conf: Path, kill_at: str | None = None) -> int:
 
 @pytest.fixture
 def db(conn: psycopg.Connection) -> psycopg.Connection:
+    return prepare(conn)
+
+
+def prepare(conn: psycopg.Connection) -> psycopg.Connection:
+    """Queue q with consumer delta; a (json) and b (sql) captured into it."""
     Queue(conn, "q").create()
     Consumer(conn, "q", "delta").register()
     conn.execute("create table a (id int primary key, v text, n int)")

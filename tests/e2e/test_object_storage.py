@@ -162,12 +162,7 @@ def test_sigkill_between_commits_then_rerun_on_s3(conn, dsn, spark, object_store
     from tests.e2e import test_drain_crash as crash
 
     root = object_store.bucket() + "/replica"
-    Queue(conn, "q").create()
-    Consumer(conn, "q", "delta").register()
-    conn.execute("create table a (id int primary key, v text, n int)")
-    conn.execute("create table b (k text primary key, x numeric(8,2))")
-    capture.attach(conn, "public.a", CaptureOptions(queue="q", format="json"))
-    capture.attach(conn, "public.b", CaptureOptions(queue="q", format="sql"))
+    crash.prepare(conn)
     conf = crash.write_config(tmp_path, dsn, root)  # type: ignore[arg-type]
     spark_section = "".join(f'"{k}" = "{v}"\n' for k, v in object_store.spark_settings().items())
     conf.write_text(conf.read_text() + "\n[spark]\n" + spark_section)

@@ -102,7 +102,9 @@ class ArrowEngine:
         """The folded rows' first-key range where file statistics are exact
         (rules.key_range): the range the MERGE's file budget is counted over. Declined for
         a date beyond year 9999 (it has no Python form for the plan's bounds)."""
-        self._fitting(folded)
+        first = next((i for i, c in enumerate(columns) if c.is_key), None)
+        if first is not None:  # only the first key becomes bounds: the write checks the rest
+            self._fitting(folded.select([contract.value(first)]))
         return rules.key_range(folded, columns)
 
     def merge(self, rows: pa.Table, columns: list[Column], plan: MergePlan, commit: Commit) -> None:
@@ -133,8 +135,9 @@ class ArrowEngine:
     def chunk_bounds(self, rows: pa.Table, columns: list[Column]) -> tuple[Any, Any] | None:
         import pyarrow.compute as pc
 
-        self._fitting(rows)  # a date beyond year 9999 has no Python form for the bounds
         first = next(c for c in columns if c.is_key)
+        # a date beyond year 9999 has no Python form for the bounds (append_chunk checks all)
+        self._fitting(rows.select([first.name]))
         found = pc.min_max(rows.column(first.name))
         return found["min"].as_py(), found["max"].as_py()
 

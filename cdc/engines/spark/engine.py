@@ -29,7 +29,17 @@ from cdc.targets.table import Commit, TableRef, quote
 if TYPE_CHECKING:
     from cdc.targets.merge_plan import Bounds, MergePlan
 
-__all__ = ["SparkEngine"]
+__all__ = ["SparkEngine", "after", "named"]
+
+
+def after(rows: DataFrame, ev_id: int) -> DataFrame:
+    """Decoded rows after the event ev_id (Engine.after; cdc.engines.collected too)."""
+    return rows.where(F.col(contract.meta("ev_id")) > ev_id)
+
+
+def named(rows: DataFrame, columns: list[Named]) -> DataFrame:
+    """rows' source columns as the target names and types them (Engine.named)."""
+    return rows.select(*[F.col(src).cast(kind).alias(name) for src, name, kind in columns])
 
 
 class SparkEngine:
@@ -47,13 +57,13 @@ class SparkEngine:
         return spark_fold.fold(rows, columns)
 
     def after(self, rows: DataFrame, ev_id: int) -> DataFrame:
-        return rows.where(F.col(contract.meta("ev_id")) > ev_id)
+        return after(rows, ev_id)
 
     def upserted(self, folded: DataFrame) -> DataFrame:
         return folded.where(F.col(contract.ACTION) == contract.UPSERT)
 
     def named(self, rows: DataFrame, columns: list[Named]) -> DataFrame:
-        return rows.select(*[F.col(src).cast(kind).alias(name) for src, name, kind in columns])
+        return named(rows, columns)
 
     def key_range(
         self, folded: DataFrame, columns: list[Column], decoded: tuple[str, str] | None
