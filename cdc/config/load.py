@@ -22,9 +22,10 @@ from cdc.config.model import (
     default,
 )
 from cdc.config.spark_settings import spark_settings
-from cdc.engines.planner import ENGINES
+from cdc.engines.planner import FORCEABLE
 from cdc.errors import ConfigError
 from cdc.names import TablePattern, TableRule, parse_table_name, target_problem, template_problem
+from cdc.pg.jdbc import redacted, url_problem
 from cdc.targets.table import TargetClaims
 
 SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
@@ -54,6 +55,22 @@ def _positive(section: dict[str, Any], key: str) -> int:
     return value
 
 
+def _jdbc_url(section: dict[str, Any]) -> str | None:
+    """source.jdbc_url, checked (cdc.pg.jdbc.url_problem); a message shows it without its
+    password."""
+    if "jdbc_url" not in section:
+        return None
+    value = section["jdbc_url"]
+    if not isinstance(value, str) or not value.strip():
+        shown = redacted(value) if isinstance(value, str) else value
+        raise ConfigError(f"source.jdbc_url must be a non-empty string, not {shown!r}")
+    url = value.strip()
+    problem = url_problem(url)
+    if problem:
+        raise ConfigError(f"source.jdbc_url {problem}, not {redacted(url)!r}")
+    return url
+
+
 def parse_size(value: Any, where: str) -> int:
     """A size in bytes: a whole number, or text such as ``"2GiB"``, ``"512MiB"`` (units B,
     KiB, MiB, GiB, TiB)."""
@@ -76,9 +93,9 @@ def _drain(section: dict[str, Any]) -> DrainSettings:
     )
     spill_dir = _text(section, "drain", "spill_dir") if "spill_dir" in section else None
     engine = section.get("engine", "auto")
-    if engine not in ("auto", *ENGINES):
+    if engine not in ("auto", *FORCEABLE):
         raise ConfigError(
-            f"drain.engine must be one of auto, {', '.join(ENGINES)}, not {engine!r}: auto lets"
+            f"drain.engine must be one of auto, {', '.join(FORCEABLE)}, not {engine!r}: auto lets"
             ' the planner choose per table (docs/drain.md, "Two engines")'
         )
     return DrainSettings(budget, spill_dir, None if engine == "auto" else engine)
@@ -106,6 +123,7 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
             "max_events",
             "jdbc_min_events",
             "jdbc_partitions",
+            "jdbc_url",
         },
     )
     dsn = src.get("dsn") or os.environ.get(DSN_ENV)
@@ -116,14 +134,15 @@ def parse(data: dict[str, Any], path: Path | None = None) -> Pipeline:
         raise ConfigError(
             f"source.queue_schema must be one of {', '.join(QUEUE_SCHEMAS)}, not {schema!r}"
         )
-    numbers = {
-        key: _positive(src, key) for key in ("max_events", "jdbc_min_events", "jdbc_partitions")
-    }
+    numbers = {key: _positive(src, key) for key in ("max_events", "jdbc_partitions")}
+    if "jdbc_min_events" in src:  # else by the Spark master (cdc.pipeline.reader)
+        numbers["jdbc_min_events"] = _positive(src, "jdbc_min_events")
     source = Source(
         dsn=_text({"dsn": dsn}, "source", "dsn"),
         queue=_text(src, "source", "queue"),
         consumer=_text(src, "source", "consumer"),
         queue_schema=schema,
+        jdbc_url=_jdbc_url(src),
         **numbers,
     )
     target = _section(data, "target")

@@ -20,20 +20,40 @@ Invariants:
 
 The driver reads ``sslkey`` only as PKCS-8 DER or PKCS-12 (libpq reads PEM): a PEM key makes
 the JDBC connection fail with the driver's message, never connect unverified.
+
+A URL written in the pipeline file (``source.jdbc_url``) replaces the one made from libpq's
+settings: ``url_problem`` says what is wrong with one, ``configured`` gives its properties
+(the role and password libpq used for the DSN when the URL names no ``user``), and
+``redacted`` is the only form of a URL that goes into a message or a log.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import psycopg
 
 from cdc.errors import ConfigError
 
-__all__ = ["JdbcTarget", "NoJdbc", "jdbc_target", "jdbc_url", "require_jdbc", "translate"]
+__all__ = [
+    "JdbcTarget",
+    "NoJdbc",
+    "configured",
+    "jdbc_target",
+    "jdbc_url",
+    "redacted",
+    "require_jdbc",
+    "translate",
+    "url_problem",
+]
 
 DRIVER = "org.postgresql.Driver"
+PREFIX = "jdbc:postgresql:"  # the URLs PostgreSQL's JDBC driver accepts
+# a URL parameter holding a secret (password, sslpassword): its value never shown
+SECRET_PARAMETER = re.compile(r"([?&][^=&]*password=)[^&]*", re.IGNORECASE)
 # libpq keyword -> pgJDBC property, passed on as written when libpq has a value for it
 SAME_VALUE = {
     "sslmode": "sslmode",  # disable, allow, prefer, require, verify-ca, verify-full in both
@@ -198,3 +218,57 @@ def _target(dsn: str, conn: psycopg.Connection | None) -> JdbcTarget:
         return jdbc_target(conn)
     with psycopg.connect(dsn, autocommit=True) as own:
         return jdbc_target(own)
+
+
+def redacted(url: str) -> str:
+    """The URL with the values of its password parameters replaced by ``***``: the only form
+    of a configured URL that a message or a log shows."""
+    return SECRET_PARAMETER.sub(r"\1***", url)
+
+
+def url_problem(url: str) -> str | None:
+    """What keeps a configured JDBC URL (``source.jdbc_url``) from being used, as the end of
+    a sentence naming the key; None when nothing does."""
+    if not url.startswith(PREFIX):
+        return (
+            f"must be a URL of PostgreSQL's JDBC driver, starting with {PREFIX}"
+            " (jdbc:postgresql://host:port/database)"
+        )
+    if "${" in url:
+        return (
+            "holds ${...}, which is not read from the environment in [source] (only in"
+            " [spark]): leave the password out of the URL, the DSN's role and password are"
+            " passed with it"
+        )
+    if any(c.isspace() for c in url):
+        return "holds white space"
+    return None
+
+
+def url_parameters(url: str) -> dict[str, str]:
+    """The parameters after the URL's ``?`` (``user=u&ssl=true``), decoded."""
+    _, _, query = url.partition("?")
+    found = {}
+    for pair in filter(None, query.split("&")):
+        key, _, value = pair.partition("=")
+        found[unquote(key)] = unquote(value)
+    return found
+
+
+def configured(url: str, dsn: str, conn: psycopg.Connection | None = None) -> JdbcTarget:
+    """A configured URL (``url_problem`` found nothing) and its properties: a URL that names
+    a ``user`` brings its own credentials; otherwise the role and password libpq used for the
+    DSN (read from ``conn``, a connection opened with it, or from a short connection opened
+    here, which may go over a unix socket), so that JDBC connects as the same role."""
+    props = {"driver": DRIVER}
+    if "user" in url_parameters(url):
+        return JdbcTarget(url, props)
+    if conn is not None:
+        user, password = conn.info.user, conn.info.password
+    else:
+        with psycopg.connect(dsn, autocommit=True) as own:
+            user, password = own.info.user, own.info.password
+    props["user"] = user
+    if password:
+        props["password"] = password
+    return JdbcTarget(url, props)

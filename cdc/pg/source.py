@@ -1,5 +1,5 @@
 """What the drain, the snapshot and resync share about a pipeline's source, besides its
-consumer (``cdc.pg.consumer``): the drain lock, the JDBC URL of the DSN (``cdc.pg.jdbc``),
+consumer (``cdc.pg.consumer``): the drain lock, the JDBC URL of the source (``source_jdbc``),
 how events name renamed tables, the queue's incarnation and the Delta appIds built on it.
 
 The engine (``cdc`` or ``pgq``) is asked by its flags (``cdc.pg.engine``); its schema is
@@ -19,12 +19,28 @@ from psycopg import sql
 
 from cdc import errors
 from cdc.config import Source, TableMap
+from cdc.pg import jdbc
 
 # re-exported for the callers: the JDBC settings of a DSN are worked out in cdc.pg.jdbc
 from cdc.pg.jdbc import jdbc_url as jdbc_url
 from cdc.pg.jdbc import require_jdbc as require_jdbc
 
 log = logging.getLogger("cdc.source")
+
+
+def source_jdbc(
+    src: Source, conn: psycopg.Connection | None = None
+) -> tuple[str, dict[str, str]] | None:
+    """The JDBC URL and properties of every JDBC read of the source (a drain's large batches,
+    a snapshot's chunks, resync): ``source.jdbc_url`` when the file sets one, with the DSN's
+    role and password when it names no user (``cdc.pg.jdbc.configured``: so a DSN over a
+    unix socket can still have the executors read); else the URL made from libpq's settings
+    of the DSN, None when JDBC cannot follow them (a unix socket): the caller reads with COPY.
+    ``conn``: a connection opened with the DSN, else one short connection is opened here."""
+    if src.jdbc_url is not None:
+        target = jdbc.configured(src.jdbc_url, src.dsn, conn)
+        return target.url, target.properties
+    return jdbc_url(src.dsn, conn)
 
 
 def lock_key(src: Source) -> str:

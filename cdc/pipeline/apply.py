@@ -71,6 +71,7 @@ class BatchStats:
     on_driver: set[str] = field(default_factory=set)  # targets decoded and written without Spark
     routes: dict[str, str] = field(default_factory=dict)  # target -> its route (engines.planner)
     read: str = ""  # how the batch was read: "copy", "spilled" (over the budget), "jdbc"
+    read_rule: str = ""  # why: its size against jdbc_min_events (cdc.pipeline.reader)
 
 
 def worker_conf(spark: SparkSession) -> dict[str, str]:

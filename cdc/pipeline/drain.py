@@ -123,7 +123,7 @@ class Drain:
         events = self.read(batch)
         stats.seconds["read"] = time.monotonic() - started
         stats.events = sum(events.counts.values())
-        stats.read = events.route
+        stats.read, stats.read_rule = events.route, events.rule
         stage("read")
         # a chunk of a snapshot of a table this batch changes waits for the batch's end, and
         # the batch for the chunk's end; chunks of other tables go on meanwhile
@@ -216,10 +216,10 @@ class Drain:
                 continue
             done += 1
             log.debug(
-                "batch %d (tick %d): %d events (%s) read by %s, %d quarantined, %d table(s)"
-                " written from the driver",
+                "batch %d (tick %d): %d events (%s) read by %s (%s), %d quarantined, %d"
+                " table(s) written from the driver",
                 stats.batch_id, stats.tick_id, stats.events, per_table(stats), stats.read,
-                stats.quarantined, len(stats.on_driver),
+                stats.read_rule, stats.quarantined, len(stats.on_driver),
             )  # fmt: skip
             progress.extra = f"{done} batch(es)"
             pending = self.pending()

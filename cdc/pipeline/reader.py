@@ -3,8 +3,14 @@
 The choice is by size: a batch whose events may number ``jdbc_min_events`` or more (the
 event sequence's advance between its ticks) is read by Spark's JDBC source, one ev_id slice
 per partition read in parallel by the executors, and cached for the split by table; a
-smaller batch (or any batch when the DSN names a unix socket, which the JDBC driver does not
-reach) is read with COPY on the driver (``cdc.pg.batch.Batch.arrow``) and split in Arrow.
+smaller batch (or any batch when JDBC cannot reach the source: a DSN over a unix socket and
+no ``source.jdbc_url``, cdc.pg.source.source_jdbc) is read with COPY on the driver
+(``cdc.pg.batch.Batch.arrow``) and split in Arrow. ``jdbc_threshold`` is the rule: the
+file's ``source.jdbc_min_events``, else a default by the Spark master. On a local master
+(LOCAL_JDBC_MIN_EVENTS) the driver is the machine, and a batch read with COPY feeds the Arrow
+engine on it; on a cluster (CLUSTER_JDBC_MIN_EVENTS, measured by bench/batch_read.py, see
+docs/benchmarks.md) a batch read with COPY must still go from the driver to the executors,
+and the executors reading their slices in parallel wins from that size on.
 A batch read with COPY that outgrows the drain's memory budget (one huge transaction is one
 batch whatever its event count) is spilled to Parquet as it is read and split in Spark
 (cdc.pipeline.spool); on a cluster without a spill folder it is read again over JDBC.
@@ -40,16 +46,33 @@ from cdc.config import DrainSettings, Source
 from cdc.engines.spark import formats as spark_formats
 from cdc.errors import CdcError
 from cdc.pg.batch import EVENT_SCHEMA, Batch
-from cdc.pg.source import TableNames, jdbc_url
+from cdc.pg.jdbc import redacted
+from cdc.pg.source import TableNames, source_jdbc
 from cdc.pipeline.spool import EXPANSION, Overflow, Spool
 from cdc.spark import is_local
 
-__all__ = ["BatchEvents", "BatchReader"]
+__all__ = ["BatchEvents", "BatchReader", "jdbc_threshold"]
 
 log = logging.getLogger("cdc.drain")
 T = TypeVar("T")
 
 SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch, not applied
+# the batch size from which the executors read over JDBC, when the file sets none: on a local
+# master COPY feeds the Arrow engine on the driver (JDBC only for what COPY cannot hold); on
+# a cluster, the crossover bench/batch_read.py measured (docs/benchmarks.md)
+LOCAL_JDBC_MIN_EVENTS = 2_000_000
+CLUSTER_JDBC_MIN_EVENTS = 300_000
+
+
+def jdbc_threshold(source: Source, local: bool) -> tuple[int, str]:
+    """The batch size (events) from which a batch is read over JDBC, and where it comes from:
+    the file's ``source.jdbc_min_events``, else the default of a local master or of a
+    cluster (``local``: cdc.spark.is_local)."""
+    if source.jdbc_min_events is not None:
+        return source.jdbc_min_events, "source.jdbc_min_events"
+    if local:
+        return LOCAL_JDBC_MIN_EVENTS, "the default on a local master"
+    return CLUSTER_JDBC_MIN_EVENTS, "the default on a cluster"
 
 
 class Lazy(Mapping[str, T]):
@@ -94,6 +117,7 @@ class BatchEvents:
     arrow: dict[str, pa.Table] = field(default_factory=dict)  # read with COPY: raw events
     spool: Spool | None = None  # a batch spilled to Parquet (the frames read its file)
     route: str = "copy"  # how it was read: "copy", "spilled", "jdbc" (cdc.pipeline.reader)
+    rule: str = ""  # why: the batch's size against jdbc_min_events (jdbc_threshold)
 
     @property
     def on_driver(self) -> bool:
@@ -118,22 +142,40 @@ class BatchReader:
         drain = drain or DrainSettings()
         # the raw events' share of the budget: the driver path peaks at EXPANSION times them
         self.held_limit = max(1, drain.memory_budget // EXPANSION)
+        local = is_local(spark)
         # a folder Spark's executors read: any local one on a local master
-        self.spill_dir = drain.spill_dir or (tempfile.gettempdir() if is_local(spark) else None)
+        self.spill_dir = drain.spill_dir or (tempfile.gettempdir() if local else None)
+        self.jdbc_min_events, self.threshold_from = jdbc_threshold(source, local)
 
     def read(self, batch: Batch, names: TableNames) -> BatchEvents:
         """The batch's events, split by source table: by COPY into Arrow (split there), or,
         for a large batch, by Spark JDBC (cached, split in Spark); read with COPY past the
-        memory budget, spilled to Parquet (split in Spark)."""
-        src = self.source
-        if batch.events_upper_bound >= src.jdbc_min_events:
-            jdbc = jdbc_url(src.dsn)  # libpq's own settings (cdc.pg.jdbc): one short connection
+        memory budget, spilled to Parquet (split in Spark). The result's ``rule`` says why."""
+        size = batch.events_upper_bound
+        large = size >= self.jdbc_min_events
+        rule = (
+            f"up to {size:,} events {'>=' if large else '<'} jdbc_min_events"
+            f" {self.jdbc_min_events:,} ({self.threshold_from})"
+        )
+        if large:
+            jdbc = source_jdbc(self.source)  # one short connection (cdc.pg.source)
             if jdbc is not None:
-                return self._read_jdbc(batch, names, *jdbc)
+                events = self._read_jdbc(batch, names, *jdbc)
+                events.rule = rule
+                return events
+            rule += ", but JDBC cannot reach the source"
             log.warning(
-                "batch %d is large but JDBC cannot follow the DSN (a unix socket): read with COPY",
+                "batch %d is large but JDBC cannot follow the DSN (a unix socket) and no"
+                " source.jdbc_url is set: read with COPY",
                 batch.batch_id,
             )
+        events = self._read_with_copy(batch, names)
+        events.rule = rule if events.route == "copy" else f"{rule}; over the memory budget"
+        return events
+
+    def _read_with_copy(self, batch: Batch, names: TableNames) -> BatchEvents:
+        """The batch read with COPY on the driver: kept in Arrow within the memory budget,
+        else spilled to Parquet or (no spill folder) read again over JDBC."""
         spool = Spool(self.held_limit, self.spill_dir)
         try:
             # closed on an overflow: psycopg cancels the COPY, the connection stays usable
@@ -159,14 +201,15 @@ class BatchReader:
     def _read_again(self, batch: Batch, names: TableNames) -> BatchEvents:
         """A batch that outgrew the budget on a cluster without a spill folder: read again
         by the executors over JDBC, or refused with the ways out."""
-        jdbc = jdbc_url(self.source.dsn)
+        jdbc = source_jdbc(self.source)
         if jdbc is None:
             raise CdcError(
                 f"batch {batch.batch_id} (tick {batch.tick_id}) holds more events than the"
                 f" drain's memory budget lets the driver hold ({self.held_limit:,} bytes of"
                 " events), and neither a spill folder nor JDBC can take it to the executors:"
                 " set drain.spill_dir to a folder every Spark node reads, or give the source"
-                " a DSN with a host (not a unix socket), or raise drain.memory_budget"
+                " a DSN with a host (not a unix socket) or a source.jdbc_url, or raise"
+                " drain.memory_budget"
             )
         log.info(
             "batch %d outgrew the memory budget's share of %.1f MB: read again over JDBC",
@@ -222,6 +265,10 @@ class BatchReader:
     ) -> BatchEvents:
         """The batch through Spark's JDBC source, one slice of ev_ids per partition, read in
         parallel by the executors, and cached for the split by table."""
+        log.debug(
+            "batch %d: read over JDBC from %s in %d slices",
+            batch.batch_id, redacted(url), self.source.jdbc_partitions,
+        )  # fmt: skip
         frames = [
             self.spark.read.jdbc(url, batch.jdbc_query(lo, hi), properties=props)
             for lo, hi in batch.jdbc_slices(self.source.jdbc_partitions)

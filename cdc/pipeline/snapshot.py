@@ -228,7 +228,7 @@ class Snapshot:
         each (cdc resync, under the drain lock); returns (rows, quarantined)."""
         src = self.pipeline.source
         table = targets[0]
-        jdbc = source_module.jdbc_url(src.dsn)
+        jdbc = source_module.source_jdbc(src)
         job = Job(self.pipeline, self.spark, targets, [], partitions=partitions)
         with chunks.ChunkReader(
             src.dsn, table.schema, table.name, src.capture_queue, jdbc is not None

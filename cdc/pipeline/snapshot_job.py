@@ -116,7 +116,7 @@ class Job:
     @cached_property
     def jdbc(self) -> tuple[str, dict[str, str]] | None:
         """The JDBC URL and properties of the source (None: read with COPY)."""
-        return source_module.jdbc_url(self.pipeline.source.dsn)
+        return source_module.source_jdbc(self.pipeline.source)
 
     def chunk(self, position: int | None) -> int:
         """Reads and writes the next chunk (the table's or the drain's lock held by the
