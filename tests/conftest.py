@@ -1,6 +1,8 @@
 """Shared fixtures: one PostgreSQL server per run (see tests/support/servers.py), a template
 database with cdc installed built once, and a fresh clone of it for each test; the PgQ
-cluster (tests/support/pgq.py); one Spark session.
+cluster (tests/support/pgq.py); one Spark session. The S3 API (tests/support/objectstore.py,
+which the Spark session reaches too) and the Hive metastore server (tests/support/metastore.py)
+start when first needed and stop at the end of the run.
 
 Folders by kind, checked at collection: every test under tests/spark and tests/e2e carries
 the ``spark`` marker (the second pass of scripts/test.sh leaves them out), and a test under
@@ -17,6 +19,7 @@ import psycopg
 import pytest
 
 from cdc.pg import install
+from tests.support import metastore as hive_metastore
 from tests.support import objectstore, pgq, servers
 from tests.support.databases import TEMPLATE, create_database, drop_database
 from tests.support.roles import LoginRoles
@@ -25,7 +28,7 @@ TESTS = Path(__file__).parent
 SPARK_FOLDERS = ("spark", "e2e")
 UNIT_FOLDER = "unit"
 # fixtures that start a server or a JVM: none of them in tests/unit
-SERVER_FIXTURES = frozenset({"admin_dsn", "pgq_admin_dsn", "spark", "object_store"})
+SERVER_FIXTURES = frozenset({"admin_dsn", "pgq_admin_dsn", "spark", "object_store", "metastore"})
 
 
 def _folder(item: pytest.Item) -> str | None:
@@ -153,6 +156,13 @@ def object_store() -> Iterator[objectstore.ObjectStore]:
     """An S3 API on this machine for the run (tests/support/objectstore.py)."""
     with objectstore.object_store() as store:
         yield store
+
+
+@pytest.fixture(scope="session")
+def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hive_metastore.Metastore]:
+    """A Hive metastore server on this machine for the run (tests/support/metastore.py)."""
+    with hive_metastore.metastore(tmp_path_factory.mktemp("metastore")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

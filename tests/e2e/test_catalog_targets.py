@@ -3,6 +3,10 @@ verify, status, sql and maintain from the command line, each its own process, in
 working directory that stays empty. The table's files live at target.path/_spark_warehouse/
 uxdb.db/reviews and every command finds it there; ``cdc sql`` names it uxdb.reviews.
 
+The same with a Hive metastore server (tests/support/metastore.py) named in [spark], the
+names kept there for every process: `cdc sql` and another team's Spark job beside a running
+drain, another pipeline's table of the same name refused.
+
 Also `cdc sql`'s errors (one line, exit 1) and its interactive mode (many statements, one
 session), run in this process on the tests' session."""
 
@@ -10,8 +14,10 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psycopg
@@ -26,6 +32,7 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.targets import catalog
 from cdc.targets.table import TableRef
+from tests.support.metastore import Metastore
 
 pytestmark = pytest.mark.spark
 
@@ -187,38 +194,122 @@ def test_path_targets_are_tables_of_the_session_in_sql(
     assert "TABLE_OR_VIEW_NOT_FOUND" in str(error.value) and "plain_reviews" in str(error.value)
 
 
-@pytest.mark.timeout(1800)  # three processes, each starting its own JVM
-def test_a_hive_metastore_keeps_the_name_and_refuses_another_pipelines_table(
-    source: psycopg.Connection, dsn: str, tmp_path: Path
+READER = """
+import json, sys
+from cdc import spark as spark_module
+spark = spark_module.session("another-team", json.loads(sys.argv[1]))
+database, name = sys.argv[2].split(".")
+tables = [t.name for t in spark.catalog.listTables(database)]
+row = spark.sql(f"select count(*) as n, sum(stars) as s from {sys.argv[2]}").first()
+print(json.dumps({"tables": tables, "rows": [row.n, row.s]}))
+"""
+
+
+def delta_rows(folder: Path) -> tuple[int, int] | None:
+    """The table's (count, sum of stars) read by delta-rs; None before its first commit."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        stars = DeltaTable(str(folder)).to_pyarrow_table(columns=["stars"]).column("stars")
+    except TableNotFoundError:
+        return None
+    return len(stars), sum(stars.to_pylist())
+
+
+@pytest.mark.timeout(1800)  # six processes, each starting its own JVM, two at a time
+def test_a_metastore_server_keeps_the_name_for_every_process_and_refuses_another_table(
+    source: psycopg.Connection, dsn: str, tmp_path: Path, metastore: Metastore
 ) -> None:
-    """With a metastore configured in [spark] (here Hive's, on an embedded Derby database as
-    a stand-in for a metastore server), the drain registers its table there for good: a
-    second pipeline naming the same table elsewhere stops before any work with one line; the
-    first one's queries find it by name."""
-    metastore = tmp_path / "metastore"
-    spark_section = (
-        "[spark]\n"
-        '"spark.sql.catalogImplementation" = "hive"\n'
-        f'"spark.hadoop.javax.jdo.option.ConnectionURL" = '
-        f"'jdbc:derby:;databaseName={metastore / 'db'};create=true'\n"
-        f"\"spark.sql.warehouse.dir\" = '{metastore / 'warehouse'}'\n"
+    """With a Hive metastore server in [spark] (tests/support/metastore.py), the snapshot that
+    creates the table registers it there; while a `cdc drain --follow` runs, `cdc sql` in
+    another process finds it by name with the source's rows, a Spark job that knows only the
+    metastore reads it, and a second pipeline naming the same table at another place stops
+    before any work with one line; verify and status work after. No process writes to the
+    working directory."""
+    database = metastore.database()
+    target = f"{database}.reviews"
+    spark_section = "[spark]\n" + "".join(
+        f'"{key}" = "{value}"\n' for key, value in metastore.spark_settings().items()
     )
     first = tmp_path / "first"
     first.mkdir()
-    conf = write_conf(first, dsn, extra=spark_section)
+    conf = write_conf(first, dsn, target=target, extra=spark_section)
     work = tmp_path / "work"
     work.mkdir()
-    ok(cdc(work, "drain", "--config", str(conf)))
+    folder = first / "delta" / "_spark_warehouse" / f"{database}.db" / "reviews"
 
-    other = tmp_path / "other"
-    other.mkdir()
-    refused = cdc(
-        work, "sql", "--config", str(write_conf(other, dsn, extra=spark_section)), "select 1"
-    )
-    assert refused.returncode == exitcodes.COULD_NOT_RUN
-    (line,) = refused.stderr.strip().splitlines()
-    assert f"the catalog already holds {TARGET}" in line and "rename the target" in line
+    ok(cdc(work, "snapshot", "public.reviews", "--config", str(conf)))
+    source.execute("update reviews set stars = 5 where id <= 10")
+    source.execute("delete from reviews where id > 35")
+    source.execute("insert into reviews values (41, 1, 'late')")
+    expected = tuple(source.execute("select count(*), sum(stars) from reviews").fetchone())
 
-    out = ok(cdc(work, "sql", "--config", str(conf), f"describe table extended {TARGET}"))
-    assert "EXTERNAL" in out
-    assert str(first / "delta" / "_spark_warehouse" / "uxdb.db" / "reviews") in out
+    drain_log = tmp_path / "drain.log"
+    with drain_log.open("w") as log:
+        drain = subprocess.Popen(
+            [sys.executable, "-m", "cdc.cli", "drain", "--config", str(conf), "--follow"],
+            cwd=work,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while delta_rows(folder) != expected:
+            assert drain.poll() is None, drain_log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "the drain did not apply the changes in 300 s"
+            time.sleep(1)
+
+        statements = (
+            f"describe table extended {target};\n"
+            f"select count(*) as n, sum(stars) as s from {target};\n"
+        )
+        out = ok(cdc(work, "sql", "--config", str(conf), "--format", "json", stdin=statements))
+        rows = [json.loads(line) for line in out.splitlines()]
+        info = {r["col_name"]: r["data_type"] for r in rows if "col_name" in r}
+        assert (info["Type"], info["Provider"]) == ("EXTERNAL", "delta")
+        assert Path(info["Location"].removeprefix("file:")) == folder
+        assert [(r["n"], r["s"]) for r in rows if "n" in r] == [expected]
+
+        settings = json.dumps(metastore.spark_settings())
+        out = ok(
+            subprocess.run(
+                [sys.executable, "-c", READER, settings, target],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+        )
+        read = json.loads(out.splitlines()[-1])
+        assert (read["tables"], tuple(read["rows"])) == (["reviews"], expected)
+
+        other = tmp_path / "other"
+        other.mkdir()
+        other_conf = write_conf(other, dsn, target=target, extra=spark_section)
+        refused = cdc(work, "sql", "--config", str(other_conf), "select 1")
+        assert refused.returncode == exitcodes.COULD_NOT_RUN, refused.stderr[-3000:]
+        (line,) = refused.stderr.strip().splitlines()
+        assert f"the catalog already holds {target}" in line and "rename the target" in line
+        assert str(folder) in line and not (other / "delta").exists()
+
+        assert drain.poll() is None, drain_log.read_text()[-3000:]  # all of it beside the drain
+    finally:
+        drain.send_signal(signal.SIGTERM)
+        try:
+            drain.wait(120)
+        except subprocess.TimeoutExpired:
+            drain.kill()
+            drain.wait()
+    assert drain.returncode == exitcodes.OK, drain_log.read_text()[-3000:]
+
+    ok(cdc(work, "verify", "--config", str(conf)))
+    status = cdc(work, "status", "--config", str(conf), "--json")
+    assert status.returncode != exitcodes.COULD_NOT_RUN, status.stderr
+    (table,) = json.loads(status.stdout)["tables"]
+    assert (table["target"], table["exists"], table["rows"]) == (target, True, expected[0])
+    assert Path(table["location"]) == folder
+
+    assert list(work.iterdir()) == []

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.processes import stop
+
 ROOT = Path(__file__).resolve().parents[2]
 ACCESS_KEY, SECRET_KEY, REGION = "cdc-test", "cdc-test-secret", "us-east-1"
 STARTUP_SECONDS = 60
@@ -78,8 +80,4 @@ def object_store() -> Iterator[ObjectStore]:
             raise RuntimeError(f"the S3 API server did not start (exit {server.poll()})")
         yield ObjectStore(f"http://127.0.0.1:{int(line.split()[1])}")
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server, 10)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -17,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
+
+from tests.support.processes import free_port, stop
 
 SPARK_HOME = Path(pyspark.__file__).parent
 STARTUP_SECONDS = 180
@@ -33,12 +34,6 @@ class Standalone:
         """The master's state as its UI's JSON gives it (workers, applications)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
             return json.loads(r.read())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -64,7 +59,7 @@ def standalone(folder: Path, cores: int = 1, memory: str = "1g") -> Iterator[Sta
         for name, command in commands.items():
             log = stack.enter_context(open(folder / f"{name}.log", "w"))
             proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-            stack.callback(_stop, proc)  # the worker stops first
+            stack.callback(stop, proc)  # the worker stops first
         cluster = Standalone(url, ui)
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
@@ -78,12 +73,3 @@ def standalone(folder: Path, cores: int = 1, memory: str = "1g") -> Iterator[Sta
                 raise RuntimeError(f"the standalone cluster did not start:\n{log_text}")
             time.sleep(0.5)
         yield cluster
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

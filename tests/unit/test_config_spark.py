@@ -104,6 +104,13 @@ def test_the_submitters_catalog_and_extensions_win_over_deltas() -> None:
     assert given["spark.driver.memory"] == "4g"
     local = spark_module.session_settings(None, None)
     assert local[catalog] == spark_module.DELTA_CONF[catalog]
+    # a cluster with a Hive metastore and its own catalog: the file's metastore is not set
+    hive = ["spark.sql.catalogImplementation", "spark.hadoop.hive.metastore.uris"]
+    submitter = [*hive, catalog, "spark.sql.extensions"]
+    file = dict(zip(hive, ["hive", "thrift://127.0.0.1:9083"], strict=True))
+    given = spark_module.session_settings(file, submitter)
+    assert set(given).isdisjoint(submitter)
+    assert given["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"
 
 
 def test_path_targets_need_no_warehouse() -> None:
