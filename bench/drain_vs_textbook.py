@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,9 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             from cdc.pipeline.drain import Drain
 
             pipeline = drain_bench._pipeline(args.dsn, root, tables, args.max_events, consumer)
+            if args.jdbc_min_events is not None:  # else the default by master (cdc.pipeline.reader)
+                source = replace(pipeline.source, jdbc_min_events=args.jdbc_min_events)
+                pipeline = replace(pipeline, source=source)
             batches: list[dict] = []
             routes: dict[str, int] = {}
 
@@ -241,6 +245,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 what, "--worker", system, "--dsn", dsn, "--root", str(work),
                 "--consumers", ",".join(names), "--max-events", str(args.max_events),
                 "--tables", ",".join(tables), "--conf", json.dumps(conf),
+                *(["--jdbc-min-events", str(args.jdbc_min_events)] if args.jdbc_min_events else []),
             )  # fmt: skip
 
         if args.workload == "big":
@@ -390,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000, help="big: the table's rows")
     parser.add_argument(
         "--cluster", action="store_true", help="on a standalone master and worker (2 cores)"
+    )
+    parser.add_argument(
+        "--jdbc-min-events", type=int, help="ours: source.jdbc_min_events (default: by master)"
     )
     parser.add_argument(
         "--event-log", type=Path, metavar="DIR", help="Spark event logs here (bench.spark_jobs)"

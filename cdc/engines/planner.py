@@ -17,8 +17,13 @@ The decision has two steps, because some facts are known only once the part is d
    ``drain.memory_budget``), the target's kind writes with Arrow, Delta's MERGE source
    setting is the drain's own (``auto``), and either the master is local (the driver is
    where Spark would work too) or the part is small (``SMALL_EVENTS``: on a cluster a large
-   part is the executors' work). ``drain.engine`` forces one engine (``spark``: always;
-   ``arrow``: wherever the facts allow it, the way tests run both engines over one batch).
+   part is the executors' work). A large part on a cluster whose events the driver holds is
+   still decoded and folded there, where they are (the Arrow decoder and the numpy fold
+   take a fraction of a second where Spark's decode and fold take jobs), and its folded
+   rows, one per key, are shipped to Spark, which MERGEs them on the executors
+   (cdc.engines.shipped; the route ``arrow+spark``). ``drain.engine`` forces one route
+   (``spark``: always; ``arrow``: wherever the facts allow it, the way tests run the
+   engines over one batch; ``arrow+spark``: the driver's fold and Spark's write).
    The Arrow decoder may still answer "undecided" (an event it cannot be sure to decode as
    Spark does, a bad event): then Spark decodes, and the route says why.
 2. ``write_route(WriteFacts)``, once decoded: the Arrow engine folds and writes where
@@ -46,6 +51,8 @@ from dataclasses import dataclass
 __all__ = [
     "ARROW",
     "ENGINES",
+    "FORCEABLE",
+    "SHIPPED",
     "SMALL_EVENTS",
     "SPARK",
     "ChunkFacts",
@@ -59,6 +66,8 @@ __all__ = [
 
 ARROW, SPARK = "arrow", "spark"
 ENGINES = (ARROW, SPARK)
+SHIPPED = "arrow+spark"  # decoded and folded by the Arrow engine, written by Spark's
+FORCEABLE = (*ENGINES, SHIPPED)  # the values of drain.engine besides "auto"
 # A part of up to this many events is small: on a cluster the driver still decodes and writes
 # it (a Spark job costs more than its work), and Spark writes it without the decode cache
 # and without Delta's copy of the MERGE source (cdc.pipeline.apply).
@@ -74,7 +83,7 @@ class PartFacts:
     local_master: bool  # Spark's master is local: the driver is where Spark works too
     kind_writes_arrow: bool  # the target's kind has an Arrow write (TargetKind.arrow_writes)
     default_merge_source: bool  # merge.materializeSource is the drain's own ("auto")
-    forced: str | None = None  # drain.engine: ARROW or SPARK, None for the planner's choice
+    forced: str | None = None  # drain.engine (FORCEABLE), None for the planner's choice
 
     @property
     def small(self) -> bool:
@@ -116,11 +125,18 @@ def decode_route(facts: PartFacts) -> Route:
         return Route(SPARK, SPARK, "merge.materializeSource set by the submitter")
     if facts.forced == ARROW:
         return Route(ARROW, ARROW, "drain.engine = arrow")
+    if facts.forced == SHIPPED:
+        return Route(ARROW, SPARK, f"drain.engine = {SHIPPED}")
     if facts.local_master:
         return Route(ARROW, ARROW, "local master, events on the driver")
     if facts.small:
         return Route(ARROW, ARROW, f"small part (<= {SMALL_EVENTS:,} events) on a cluster")
-    return Route(SPARK, SPARK, f"large part (> {SMALL_EVENTS:,} events) on a cluster")
+    return Route(
+        ARROW,
+        SPARK,
+        f"large part (> {SMALL_EVENTS:,} events) on a cluster: folded on the driver,"
+        " MERGEd by the executors",
+    )
 
 
 @dataclass(frozen=True)

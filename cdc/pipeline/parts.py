@@ -29,6 +29,7 @@ from cdc.engines.arrow import decode as arrow_decode
 from cdc.engines.arrow.engine import ArrowEngine
 from cdc.engines.collected import Collected
 from cdc.engines.engine import Declined, Engine
+from cdc.engines.shipped import Shipped
 from cdc.engines.spark import decode as spark_decode
 from cdc.engines.spark.engine import SparkEngine
 from cdc.pg import pgtypes
@@ -107,7 +108,7 @@ class PartRunner:
         )
         route = planner.decode_route(self.facts(part, kind))
         if route.decode == planner.ARROW:
-            route = self.on_driver(part, kind, drift, route)
+            route = self.on_driver(part, kind, drift, route, spark)
         if route.decode == planner.SPARK:
             self.in_spark(part, kind, drift, route, spark)
 
@@ -124,16 +125,26 @@ class PartRunner:
         )
 
     def on_driver(
-        self, part: TablePart, kind: TargetKind, drift: schema_drift.Drift, route: planner.Route
+        self,
+        part: TablePart,
+        kind: TargetKind,
+        drift: schema_drift.Drift,
+        route: planner.Route,
+        spark: SparkSession,
     ) -> planner.Route:
-        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and written by it
-        (the kind's write on the Arrow engine); the route it took: Spark decodes and writes
-        it when the target is not one delta-rs writes as Spark would, when the Arrow decoder
-        is undecided, or when the Arrow engine declines the write."""
-        engine = ArrowEngine(part.ref)
-        refused = engine.refuses(kind.columns(drift.columns), drift.columns)
-        if refused is not None:
-            return route.decoded_by(planner.SPARK, refused)
+        """The part decoded by the Arrow engine (cdc.engines.arrow.decode) and written as
+        the route says: by the Arrow engine, or folded on the driver and written by Spark
+        (cdc.engines.shipped); the route it took: Spark decodes and writes it when the
+        target is not one delta-rs writes as Spark would (for the Arrow engine's write),
+        when the Arrow decoder is undecided, or when the engine declines the write."""
+        engine: Engine
+        if route.write == planner.SPARK:
+            engine = Shipped(spark, part.ref)
+        else:
+            engine = ArrowEngine(part.ref)
+            refused = engine.refuses(kind.columns(drift.columns), drift.columns)
+            if refused is not None:
+                return route.decoded_by(planner.SPARK, refused)
         raw = part.events.arrow[part.table.source]
         started = time.monotonic()
         # the commit's version is the batch's tick (cdc.targets.table.Commit)
@@ -141,7 +152,8 @@ class PartRunner:
         add_time(part.out.timings, "decode", started)
         if rows is None:
             return route.decoded_by(planner.SPARK, "the Arrow decoder was undecided")
-        route = route.decoded_by(planner.ARROW, route.why)
+        if route.write == planner.SPARK:  # a fixed Arrow table: no copy of the MERGE source
+            spark.conf.set(MATERIALIZE_SOURCE, "none")
         declined = self.write(part, kind, engine, TableBatch(rows, drift.columns), route)
         if declined is not None:
             return route.decoded_by(planner.SPARK, declined)

@@ -9,12 +9,14 @@ naming its column. Any other outcome (a changed value, a NULL in place of a valu
 unexpected quarantine) fails. The table in docs/drain.md ("Types, value by value") is this
 file's summary.
 
-The same events are drained by two consumers of the queue into two target folders, with
-``[drain] engine = "spark"`` and with ``"arrow"``, and both are compared with the source.
+The same events are drained by three consumers of the queue into three target folders, with
+``[drain] engine = "spark"``, ``"arrow"`` and ``"arrow+spark"`` (decoded and folded on the
+driver, written by Spark: a large part on a cluster), and each is compared with the source.
 The values the Arrow decoder leaves to Spark (``left_to_spark``: bad values, dates and
 timestamps BC or past year 9999; one such event hands a table's whole part to Spark) come
 in a second transaction after a tick. Spark drains both ticks in one batch; the Arrow run
-drains the first tick, every table's part of which it decodes and writes itself
+drains the first tick (and so does the arrow+spark run), every table's part of which it
+decodes and writes itself
 (BatchStats.routes says so). It leaves the second tick in the queue: drained, that batch
 would be Spark's decode and MERGE again (about 40 % more time for the file), of values the
 Spark run has just compared.
@@ -31,7 +33,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from cdc.engines.planner import ARROW, ENGINES, SPARK
+from cdc.engines.planner import ARROW, FORCEABLE, SHIPPED, SPARK
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
@@ -325,7 +327,7 @@ def test_every_type_at_its_edges_is_exact_or_quarantined(conn, dsn, spark, tmp_p
     conn.execute("set timezone = 'UTC'")
     conn.execute(PRELUDE)
     Queue(conn, "q").create()
-    for engine in ENGINES:
+    for engine in FORCEABLE:
         Consumer(conn, "q", engine).register()
     parts = [[c for c in p if c != "x" or _has_xml(conn)] for p in PARTS]
     tables = {f"sweep_{fmt}_{n}": (fmt, part) for fmt in FORMATS for n, part in enumerate(parts)}
@@ -341,6 +343,9 @@ def test_every_type_at_its_edges_is_exact_or_quarantined(conn, dsn, spark, tmp_p
     assert routes == [f"{t}: spark (drain.engine = spark)" for t in sorted(tables)]
     routes = _drain(dsn, spark, tmp_path / ARROW, conf, ARROW, stop_at=first)
     assert routes == [f"{t}: arrow (drain.engine = arrow)" for t in sorted(tables)]
+    # decoded and folded on the driver, written by Spark (a large part on a cluster)
+    routes = _drain(dsn, spark, tmp_path / "shipped", conf, SHIPPED, stop_at=first)
+    assert routes == [f"{t}: arrow+spark (drain.engine = arrow+spark)" for t in sorted(tables)]
 
     # absent from each target: the quarantined values, and from the Arrow run's the values
     # it left in the queue
@@ -348,16 +353,19 @@ def test_every_type_at_its_edges_is_exact_or_quarantined(conn, dsn, spark, tmp_p
         SPARK: {key: "quarantined" for key in QUARANTINED},
         ARROW: {key: "left to Spark" for key, col, value in ROWS if left_to_spark(col, value)},
     }
+    absent[SHIPPED] = absent[ARROW]
+    folders = {SPARK: SPARK, ARROW: ARROW, SHIPPED: "shipped"}
     problems: list[str] = []
     for table, (_, part) in tables.items():
         cols = pgtypes.columns(conn, "public", table)
         source = {row[0]: row for row in compare.source_rows(conn, "public", table, cols)}
-        for engine in ENGINES:
-            found = compare.delta_rows(spark, str(tmp_path / engine / table), cols)
+        for engine in FORCEABLE:
+            found = compare.delta_rows(spark, str(tmp_path / folders[engine] / table), cols)
             problems += _differences(f"{engine}: {table}", part, source, found, absent[engine])
     reasons = spark.read.format("delta").load(str(tmp_path / SPARK / "_quarantine"))
     problems += _quarantined(tables, reasons.collect())
     assert not (tmp_path / ARROW / "_quarantine").exists()
+    assert not (tmp_path / "shipped" / "_quarantine").exists()
     assert not problems, "\n".join(problems)
 
 

@@ -40,7 +40,7 @@ from cdc.rows import meta, present, value
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["ArrowEngine", "Engine", "Part", "SparkEngine", "make", "rows_table"]
+__all__ = ["ArrowEngine", "Engine", "Part", "ShippedEngine", "SparkEngine", "make", "rows_table"]
 
 Row = dict[str, Any]
 APP_ID = "test/engines"  # the Commit of every write
@@ -187,6 +187,37 @@ class SparkEngine(Engine):
         return [r.asDict() for r in self.spark.read.format("delta").load(path).collect()]
 
 
+class ShippedEngine(SparkEngine):
+    """The Arrow engine's fold on the driver, shipped to Spark, which writes
+    (cdc.engines.shipped: a large part on a cluster). A part holding a TRUNCATE is Spark's,
+    as the Arrow decoder leaves it undecided."""
+
+    name = planner.SHIPPED
+
+    def folded(self, rows: list[Row], columns: list[Column]) -> pa.Table:
+        from cdc.engines.shipped import Shipped
+        from cdc.targets.table import TableRef
+
+        engine = Shipped(self.spark, TableRef("unused"))
+        return engine.fold(rows_table(rows, columns), columns).toArrow()
+
+    def write(self, path: str, part: Part) -> str:
+        from cdc.engines.shipped import Shipped
+        from cdc.rows import TableBatch
+        from cdc.targets import registry
+        from cdc.targets.table import Commit, TableRef
+
+        if part.truncated_at is not None:
+            return super().write(path, part)
+        kind, ref = registry.kind("mirror"), TableRef(path)
+        kind.ensure(self.spark, ref, part.columns)  # as schema drift does before a drain writes
+        batch = TableBatch(rows_table(part.rows, part.columns), part.columns)
+        kind.write(Shipped(self.spark, ref), Commit(APP_ID, part.tick), batch)
+        return self.name
+
+
 def make(name: str, spark: Callable[[], Any]) -> Engine:
-    """The engine of that name (cdc.engines.planner.ENGINES)."""
-    return {planner.ARROW: ArrowEngine, planner.SPARK: SparkEngine}[name](spark)
+    """The engine of that name (cdc.engines.planner.FORCEABLE: the two engines, and the
+    Arrow engine's fold written by Spark)."""
+    engines = {planner.ARROW: ArrowEngine, planner.SPARK: SparkEngine}
+    return {**engines, planner.SHIPPED: ShippedEngine}[name](spark)

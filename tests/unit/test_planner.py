@@ -42,7 +42,6 @@ def test_a_part_held_on_a_local_master_is_decoded_by_arrow() -> None:
         ({"kind_writes_arrow": False}, "writes with Spark only"),
         ({"default_merge_source": False}, "materializeSource"),
         ({"forced": SPARK}, "drain.engine = spark"),
-        ({"local_master": False, "events": planner.SMALL_EVENTS + 1}, "large part"),
     ],
 )
 def test_spark_decodes_when_a_fact_calls_for_it(change: dict, why: str) -> None:
@@ -52,11 +51,27 @@ def test_spark_decodes_when_a_fact_calls_for_it(change: dict, why: str) -> None:
     assert why in route.why
 
 
-def test_a_small_part_on_a_cluster_stays_on_the_driver() -> None:
-    """On a cluster only small parts are decoded by Arrow."""
+def test_a_large_part_on_a_cluster_is_folded_on_the_driver_and_written_by_spark() -> None:
+    """On a cluster a small part held on the driver is the Arrow engine's alone; a large one
+    is decoded and folded there and MERGEd by the executors (arrow+spark); one not held on
+    the driver (read by JDBC, spilled) is Spark's from its events."""
     cluster = replace(HELD, local_master=False)
-    assert planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS)).decode == ARROW
-    assert planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS + 1)).decode == SPARK
+    small = planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS))
+    assert (small.decode, small.write) == (ARROW, ARROW)
+    large = planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS + 1))
+    assert (large.decode, large.write) == (ARROW, SPARK)
+    assert "large part" in large.why and str(large).startswith(planner.SHIPPED)
+    away = planner.decode_route(replace(cluster, events=10**7, held_on_driver=False))
+    assert (away.decode, away.write) == (SPARK, SPARK)
+
+
+def test_forcing_arrow_then_spark_keeps_what_the_driver_cannot_hold_in_spark() -> None:
+    """drain.engine = arrow+spark folds on the driver and writes with Spark on any master,
+    but never for events the driver does not hold."""
+    forced = replace(HELD, forced=planner.SHIPPED)
+    route = planner.decode_route(forced)
+    assert (route.decode, route.write, route.why) == (ARROW, SPARK, "drain.engine = arrow+spark")
+    assert planner.decode_route(replace(forced, held_on_driver=False)).decode == SPARK
 
 
 def test_forcing_arrow_never_overrides_what_arrow_cannot_do() -> None:

@@ -34,12 +34,19 @@ if TYPE_CHECKING:
 
     from cdc.targets.merge_plan import Bounds, MergePlan
 
-__all__ = ["ArrowEngine"]
+__all__ = ["ArrowEngine", "after"]
 
 log = logging.getLogger("cdc.merge")
 
 OUT_OF_YEARS = "a date or timestamp outside years 1-9999"
 UNREACHED = "delta-rs does not reach the target (a catalog name, or a log it cannot read)"
+
+
+def after(rows: pa.Table, ev_id: int) -> pa.Table:
+    """Decoded rows after the event ev_id (Engine.after; cdc.engines.shipped too)."""
+    import pyarrow.compute as pc
+
+    return rows.filter(pc.greater(rows.column(contract.meta("ev_id")), ev_id))
 
 
 class ArrowEngine:
@@ -80,9 +87,7 @@ class ArrowEngine:
         return arrow_fold.fold_rows(rows, columns)
 
     def after(self, rows: pa.Table, ev_id: int) -> pa.Table:
-        import pyarrow.compute as pc
-
-        return rows.filter(pc.greater(rows.column(contract.meta("ev_id")), ev_id))
+        return after(rows, ev_id)
 
     def upserted(self, folded: pa.Table) -> pa.Table:
         import pyarrow.compute as pc
