@@ -236,7 +236,11 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if args.event_log:  # each session's Spark jobs, for bench.spark_jobs
             args.event_log.mkdir(parents=True, exist_ok=True)
             conf.update(
-                {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(args.event_log)}
+                {
+                    "spark.eventLog.enabled": "true",
+                    "spark.eventLog.dir": str(args.event_log),
+                    "spark.eventLog.compress": "false",
+                }
             )
         dsn = follow.database(admin, "bench_textbook")
 
