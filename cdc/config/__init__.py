@@ -9,7 +9,7 @@
     queue_schema = "cdc"          # "pgq" consumes a real PgQ queue
     max_events = 1000000          # several ticks join into one batch up to this many events
     jdbc_min_events = 2000000     # larger batches: Spark reads them over JDBC, in slices
-                                  # (default: 2000000 on a local master, 300000 on a cluster)
+                                  # (default: 2000000 on a local master, 600000 on a cluster)
     jdbc_partitions = 8           # ... this many, by ev_id ranges
     jdbc_url = "jdbc:postgresql://db:5432/shop"  # JDBC's URL instead of the DSN's (which has
                                   # none over a unix socket); the DSN's role and password go

@@ -61,7 +61,7 @@ SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch,
 # master COPY feeds the Arrow engine on the driver (JDBC only for what COPY cannot hold); on
 # a cluster, the crossover bench/batch_read.py measured (docs/benchmarks.md)
 LOCAL_JDBC_MIN_EVENTS = 2_000_000
-CLUSTER_JDBC_MIN_EVENTS = 300_000
+CLUSTER_JDBC_MIN_EVENTS = 600_000
 
 
 def jdbc_threshold(source: Source, local: bool) -> tuple[int, str]:
