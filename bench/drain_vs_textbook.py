@@ -133,14 +133,24 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             from cdc.pipeline.drain import Drain
 
             pipeline = drain_bench._pipeline(args.dsn, root, tables, args.max_events, consumer)
+            if args.memory_budget is not None:  # else the default (cdc.config.DrainSettings)
+                drain = replace(pipeline.drain, memory_budget=args.memory_budget)
+                pipeline = replace(pipeline, drain=drain)
             if args.jdbc_min_events is not None:  # else the default by master (cdc.pipeline.reader)
                 source = replace(pipeline.source, jdbc_min_events=args.jdbc_min_events)
                 pipeline = replace(pipeline, source=source)
             batches: list[dict] = []
             routes: dict[str, int] = {}
+            reads: dict[str, int] = {}  # how each batch was read, and why: its events
 
-            def record(stats: Any, batches: list[dict] = batches, routes: dict = routes) -> None:
+            def record(
+                stats: Any,
+                batches: list[dict] = batches,
+                routes: dict = routes,
+                reads: dict = reads,
+            ) -> None:
                 batches.append({"events": stats.events, **stats.seconds, **stats.phases})
+                reads[f"{stats.read}: {stats.read_rule}"] = stats.events
                 for route in stats.routes.values():
                     routes[route] = routes.get(route, 0) + 1
 
@@ -154,6 +164,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 "seconds": seconds,
                 "phases": {p: sum(b.get(p, 0.0) for b in batches) for p in drain_bench.PHASES},
                 "routes": routes,
+                "reads": reads,
             }
         else:
             from cdc.pg import jdbc
@@ -250,6 +261,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "--consumers", ",".join(names), "--max-events", str(args.max_events),
                 "--tables", ",".join(tables), "--conf", json.dumps(conf),
                 *(["--jdbc-min-events", str(args.jdbc_min_events)] if args.jdbc_min_events else []),
+                *(["--memory-budget", str(args.memory_budget)] if args.memory_budget else []),
             )  # fmt: skip
 
         if args.workload == "big":
@@ -286,7 +298,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 )
                 for name in names:
                     if "routes" in got[name]:
-                        progress(f"  {name}: {got[name]['routes']}, {got[name]['phases']}")
+                        progress(f"  {name}: {got[name]['routes']}, {got[name]['reads']}")
+                        progress(f"    {got[name]['phases']}")
             out["rounds"].append(this)
         if args.freshness_seconds > 0:
             out["freshness"] = {s: fresh(args, admin, work, s) for s in SYSTEMS}
@@ -402,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--jdbc-min-events", type=int, help="ours: source.jdbc_min_events (default: by master)"
+    )
+    parser.add_argument(
+        "--memory-budget", type=int, help="ours: drain.memory_budget in bytes (default 2 GiB)"
     )
     parser.add_argument(
         "--event-log", type=Path, metavar="DIR", help="Spark event logs here (bench.spark_jobs)"
