@@ -1,6 +1,6 @@
 """Reading a batch: COPY into the driver against JDBC on the executors, by batch size, on a
-local master and on a cluster; the crossover size that sets the cluster's default
-``jdbc_min_events`` (cdc.pipeline.reader.CLUSTER_JDBC_MIN_EVENTS).
+local master and on a cluster; the crossover size of the read alone (the default
+``jdbc_min_events``, cdc.pipeline.reader, weighs the whole drain: docs/benchmarks.md).
 
 Run from the repository root::
 

@@ -37,8 +37,8 @@ class Source:
     consumer: str
     queue_schema: str = "cdc"
     max_events: int = 1_000_000
-    # batches this large are read by Spark over JDBC; None (not in the file): by the Spark
-    # master, the rule and its two defaults in cdc.pipeline.reader (jdbc_threshold)
+    # batches this large are read by Spark over JDBC; None (not in the file): the default,
+    # the rule in cdc.pipeline.reader (jdbc_threshold)
     jdbc_min_events: int | None = None
     jdbc_partitions: int = 8
     # the URL of every JDBC read instead of the one made from the DSN (cdc.pg.source.

@@ -162,8 +162,8 @@ def write_route(route: Route, facts: WriteFacts) -> Route:
 
 def _spark_write_reason(facts: WriteFacts) -> str | None:
     """Why Spark must write the part (None: the Arrow engine may)."""
-    if facts.forced == SPARK:
-        return "drain.engine = spark"
+    if facts.forced in (SPARK, SHIPPED):  # the write is Spark's either way
+        return f"drain.engine = {facts.forced}"
     if not facts.kind_writes_arrow:
         return "the target kind writes with Spark only"
     if facts.decoded_by == SPARK and not facts.small:

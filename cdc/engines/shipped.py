@@ -89,7 +89,10 @@ class Shipped(SparkEngine):
             raise Declined(
                 f"{rows.nbytes:,} bytes of rows to ship to Spark, over {SHIP_MAX_BYTES:,}"
             )
-        return self.spark.createDataFrame(rows)
+        # Spark makes a partition of each Arrow batch of maxRecordsPerBatch rows (10,000):
+        # a million folded rows would be a hundred tasks in every stage of the MERGE
+        parallelism = self.spark.sparkContext.defaultParallelism
+        return self.spark.createDataFrame(rows).coalesce(max(1, parallelism))
 
 
 def _key_range(folded: pa.Table, columns: list[Column]) -> tuple[Any, Any] | None:

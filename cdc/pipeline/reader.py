@@ -6,11 +6,13 @@ per partition read in parallel by the executors, and cached for the split by tab
 smaller batch (or any batch when JDBC cannot reach the source: a DSN over a unix socket and
 no ``source.jdbc_url``, cdc.pg.source.source_jdbc) is read with COPY on the driver
 (``cdc.pg.batch.Batch.arrow``) and split in Arrow. ``jdbc_threshold`` is the rule: the
-file's ``source.jdbc_min_events``, else a default by the Spark master. On a local master
-(LOCAL_JDBC_MIN_EVENTS) the driver is the machine, and a batch read with COPY feeds the Arrow
-engine on it; on a cluster (CLUSTER_JDBC_MIN_EVENTS, measured by bench/batch_read.py, see
-docs/benchmarks.md) a batch read with COPY must still go from the driver to the executors,
-and the executors reading their slices in parallel wins from that size on.
+file's ``source.jdbc_min_events``, else DEFAULT_JDBC_MIN_EVENTS, on a local master and on a
+cluster alike. A batch the driver holds is decoded and folded there (cdc.engines.planner: on a
+cluster a large part's folded rows are MERGEd by the executors, the route ``arrow+spark``);
+read by JDBC it is decoded and folded by Spark, which on the standalone cluster of
+docs/benchmarks.md drains a 360,000-event batch at half the rate and a 1,000,000-event one at
+a third to a half. The read alone turns in JDBC's favour from about 600,000 events there
+(bench/batch_read.py), the whole drain at no size the driver's memory budget holds.
 A batch read with COPY that outgrows the drain's memory budget (one huge transaction is one
 batch whatever its event count) is spilled to Parquet as it is read and split in Spark
 (cdc.pipeline.spool); on a cluster without a spill folder it is read again over JDBC.
@@ -57,22 +59,19 @@ log = logging.getLogger("cdc.drain")
 T = TypeVar("T")
 
 SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch, not applied
-# the batch size from which the executors read over JDBC, when the file sets none: on a local
-# master COPY feeds the Arrow engine on the driver (JDBC only for what COPY cannot hold); on
-# a cluster, the crossover bench/batch_read.py measured (docs/benchmarks.md)
-LOCAL_JDBC_MIN_EVENTS = 2_000_000
-CLUSTER_JDBC_MIN_EVENTS = 600_000
+# the batch size from which the executors read over JDBC, when the file sets none: below it
+# the driver reads with COPY and decodes and folds the batch itself, which is faster on a
+# local master and on a cluster (see the module docstring); JDBC is for what the driver
+# should not hold (a batch past the memory budget is read again over JDBC on a cluster)
+DEFAULT_JDBC_MIN_EVENTS = 2_000_000
 
 
-def jdbc_threshold(source: Source, local: bool) -> tuple[int, str]:
+def jdbc_threshold(source: Source) -> tuple[int, str]:
     """The batch size (events) from which a batch is read over JDBC, and where it comes from:
-    the file's ``source.jdbc_min_events``, else the default of a local master or of a
-    cluster (``local``: cdc.spark.is_local)."""
+    the file's ``source.jdbc_min_events``, else the default."""
     if source.jdbc_min_events is not None:
         return source.jdbc_min_events, "source.jdbc_min_events"
-    if local:
-        return LOCAL_JDBC_MIN_EVENTS, "the default on a local master"
-    return CLUSTER_JDBC_MIN_EVENTS, "the default on a cluster"
+    return DEFAULT_JDBC_MIN_EVENTS, "the default"
 
 
 class Lazy(Mapping[str, T]):
@@ -145,7 +144,7 @@ class BatchReader:
         local = is_local(spark)
         # a folder Spark's executors read: any local one on a local master
         self.spill_dir = drain.spill_dir or (tempfile.gettempdir() if local else None)
-        self.jdbc_min_events, self.threshold_from = jdbc_threshold(source, local)
+        self.jdbc_min_events, self.threshold_from = jdbc_threshold(source)
 
     def read(self, batch: Batch, names: TableNames) -> BatchEvents:
         """The batch's events, split by source table: by COPY into Arrow (split there), or,

@@ -143,7 +143,8 @@ def test_a_large_batch_is_written_from_the_driver_on_a_local_master_only(
 ):
     # more events of the table than planner.SMALL_EVENTS, in the trigger's form and one hostile
     # spelling (decoded one by one): on a local master the driver decodes and writes them, on
-    # a cluster Spark does; the target is the source's either way
+    # a cluster the driver decodes and folds them and Spark MERGEs the folded rows
+    # (arrow+spark); the target is the source's either way
     pipeline = table_a
     conn.execute(
         "insert into a select g, 'v' || g, g / 3.0, array[g, null], '2024-01-01'::timestamptz"
@@ -158,10 +159,37 @@ def test_a_large_batch_is_written_from_the_driver_on_a_local_master_only(
         ('{"op":"INSERT","table":["public","a"],"pkey":["id"]}', '{"v": "spaced", "id": 99999}'),
     )
     on_driver: list[set[str]] = []
+    routes: list[dict[str, str]] = []
+
+    def record(stats) -> None:
+        on_driver.append(stats.on_driver)
+        routes.append(stats.routes)
+
     with Drain(pipeline, spark) as drain:
         drain.applier.parts = replace(drain.applier.parts, local_master=local)
-        drain.run(on_batch=lambda stats: on_driver.append(stats.on_driver))
+        drain.run(on_batch=record)
     assert on_driver == [{"a"} if local else set()]
+    assert routes[0]["a"].startswith("arrow (local master" if local else "arrow+spark (large part")
+    _same(conn, spark, pipeline)
+
+
+def test_folded_rows_too_large_to_ship_are_sparks_from_the_events(
+    conn, spark, table_a, monkeypatch
+):
+    # the driver's fold is shipped to Spark whole: past SHIP_MAX_BYTES the part is declined,
+    # nothing committed, and Spark decodes and writes it from its events, saying why
+    from cdc.engines import shipped
+
+    monkeypatch.setattr(shipped, "SHIP_MAX_BYTES", 1)
+    pipeline = replace(table_a, drain=replace(table_a.drain, engine="arrow+spark"))
+    conn.execute("insert into a (id, v) select g, 'v' || g from generate_series(1, 50) g")
+    conn.execute("delete from a where id % 4 = 0")
+    routes: list[dict[str, str]] = []
+    with Drain(pipeline, spark) as drain:
+        drain.run(on_batch=lambda stats: routes.append(stats.routes))
+    assert routes[0]["a"].startswith("spark ("), routes
+    assert "bytes of rows to ship to Spark" in routes[0]["a"], routes
+    assert _route_of_last_commit(pipeline)["cdc.decode"] == "spark"
     _same(conn, spark, pipeline)
 
 

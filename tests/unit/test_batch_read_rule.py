@@ -12,7 +12,7 @@ import pytest
 from cdc import config
 from cdc.errors import ConfigError
 from cdc.pg.jdbc import DRIVER, configured, redacted, url_parameters
-from cdc.pipeline.reader import CLUSTER_JDBC_MIN_EVENTS, LOCAL_JDBC_MIN_EVENTS, jdbc_threshold
+from cdc.pipeline.reader import DEFAULT_JDBC_MIN_EVENTS, jdbc_threshold
 
 GOOD = {
     "source": {"dsn": "host=/run/postgresql dbname=shop", "queue": "q", "consumer": "c"},
@@ -86,23 +86,13 @@ def test_a_url_without_user_gets_the_dsn_role_and_password():
     assert own.properties == {"driver": DRIVER}
 
 
-def test_jdbc_min_events_defaults_by_master():
-    """Not in the file: the local master's default (COPY feeds the Arrow engine on the
-    driver) and a lower, measured one on a cluster; in the file: the file's on both."""
+def test_jdbc_min_events_is_the_files_else_the_default():
+    """Not in the file: the default, on any master (the driver's decode and fold beat
+    Spark's below it, docs/benchmarks.md); in the file: the file's."""
     unset = source()
     assert unset.jdbc_min_events is None
-    assert jdbc_threshold(unset, local=True) == (
-        LOCAL_JDBC_MIN_EVENTS,
-        "the default on a local master",
-    )
-    assert jdbc_threshold(unset, local=False) == (
-        CLUSTER_JDBC_MIN_EVENTS,
-        "the default on a cluster",
-    )
-    assert CLUSTER_JDBC_MIN_EVENTS < LOCAL_JDBC_MIN_EVENTS
-    explicit = source(jdbc_min_events=5000)
-    for local in (True, False):
-        assert jdbc_threshold(explicit, local) == (5000, "source.jdbc_min_events")
+    assert jdbc_threshold(unset) == (DEFAULT_JDBC_MIN_EVENTS, "the default")
+    assert jdbc_threshold(source(jdbc_min_events=5000)) == (5000, "source.jdbc_min_events")
 
 
 @pytest.mark.parametrize("value", [0, -1, "1000", True])

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from cdc.engines import planner
-from cdc.engines.planner import ARROW, SPARK, PartFacts, Route, WriteFacts
+from cdc.engines.planner import ARROW, SHIPPED, SPARK, PartFacts, Route, WriteFacts
 
 HELD = PartFacts(
     events=100,
@@ -60,7 +60,7 @@ def test_a_large_part_on_a_cluster_is_folded_on_the_driver_and_written_by_spark(
     assert (small.decode, small.write) == (ARROW, ARROW)
     large = planner.decode_route(replace(cluster, events=planner.SMALL_EVENTS + 1))
     assert (large.decode, large.write) == (ARROW, SPARK)
-    assert "large part" in large.why and str(large).startswith(planner.SHIPPED)
+    assert "large part" in large.why and str(large).startswith(SHIPPED)
     away = planner.decode_route(replace(cluster, events=10**7, held_on_driver=False))
     assert (away.decode, away.write) == (SPARK, SPARK)
 
@@ -68,7 +68,7 @@ def test_a_large_part_on_a_cluster_is_folded_on_the_driver_and_written_by_spark(
 def test_forcing_arrow_then_spark_keeps_what_the_driver_cannot_hold_in_spark() -> None:
     """drain.engine = arrow+spark folds on the driver and writes with Spark on any master,
     but never for events the driver does not hold."""
-    forced = replace(HELD, forced=planner.SHIPPED)
+    forced = replace(HELD, forced=SHIPPED)
     route = planner.decode_route(forced)
     assert (route.decode, route.write, route.why) == (ARROW, SPARK, "drain.engine = arrow+spark")
     assert planner.decode_route(replace(forced, held_on_driver=False)).decode == SPARK
@@ -139,3 +139,11 @@ def test_snapshot_chunks_go_to_arrow_only_on_a_local_master_with_local_targets()
         route = planner.chunk_route(replace(facts, **change))
         assert route.write == SPARK and why in route.why, (change, route)
     assert planner.chunk_route(replace(facts, local_master=False, forced=ARROW)).write == ARROW
+
+
+def test_forcing_arrow_then_spark_writes_with_spark_after_a_decline() -> None:
+    """Under drain.engine = arrow+spark a part Spark had to decode (the Arrow decoder
+    undecided, the fold too large to ship) is written by Spark too, the reason kept."""
+    route = Route(SPARK, SPARK, "1,000 bytes of rows to ship to Spark, over 1")
+    written = planner.write_route(route, replace(WRITABLE, decoded_by=SPARK, forced=SHIPPED))
+    assert written == Route(SPARK, SPARK, "1,000 bytes of rows to ship to Spark, over 1")
