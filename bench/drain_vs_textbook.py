@@ -60,6 +60,7 @@ from bench.common import (
     publish,
 )
 from cdc.pg.queue import Consumer
+from cdc.pipeline.apply import WORKERS
 
 SYSTEMS = ("ours", "textbook")
 WORKLOADS = {"three": ("t1", "t2", "t3"), "big": ("t1",)}  # the tables of each workload
@@ -154,7 +155,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 for route in stats.routes.values():
                     routes[route] = routes.get(route, 0) + 1
 
-            with Drain(pipeline, session) as drain:
+            with Drain(pipeline, session, workers=args.workers) as drain:
                 started = time.monotonic()
                 drain.run(on_batch=record)
                 seconds = time.monotonic() - started
@@ -262,6 +263,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "--tables", ",".join(tables), "--conf", json.dumps(conf),
                 *(["--jdbc-min-events", str(args.jdbc_min_events)] if args.jdbc_min_events else []),
                 *(["--memory-budget", str(args.memory_budget)] if args.memory_budget else []),
+                "--workers", str(args.workers),
             )  # fmt: skip
 
         if args.workload == "big":
@@ -415,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--jdbc-min-events", type=int, help="ours: source.jdbc_min_events (default: by master)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=WORKERS, help=f"ours: tables at once ({WORKERS})"
     )
     parser.add_argument(
         "--memory-budget", type=int, help="ours: drain.memory_budget in bytes (default 2 GiB)"

@@ -34,8 +34,9 @@
     spill_dir = "/mnt/shared/cdc" # a larger batch is spilled here, for Spark (default: a
                                   # temporary folder on a local master; a cluster needs one
                                   # that every executor reads)
-    engine = "auto"               # auto: the route planner picks Arrow or Spark per table
-                                  # (cdc.engines.planner); "spark" or "arrow" forces one
+    engine = "auto"               # auto: the route planner picks per table
+                                  # (cdc.engines.planner); "spark", "arrow" or "arrow+spark"
+                                  # (the driver's fold, Spark's MERGE) forces one
 
     [metrics]
     port = 9187                   # a --follow drain serves Prometheus metrics here

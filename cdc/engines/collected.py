@@ -42,6 +42,8 @@ class Collected(ArrowEngine):
     def after(self, rows: DataFrame, ev_id: int) -> DataFrame:  # type: ignore[override]
         return spark_engine.after(rows, ev_id)
 
-    def named(self, rows: DataFrame, columns: list[Named]) -> pa.Table:  # type: ignore[override]
-        frame = spark_engine.named(rows, columns)
+    def named(self, rows: DataFrame | pa.Table, columns: list[Named]) -> pa.Table:  # type: ignore[override]
+        if not isinstance(rows, DataFrame):  # folded rows, collected already
+            return super().named(rows, columns)
+        frame = spark_engine.named(rows, columns)  # decoded rows (history), still Spark's
         return super().named(frame.toArrow(), [(name, name, kind) for _, name, kind in columns])

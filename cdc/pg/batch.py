@@ -54,6 +54,10 @@ EVENT_SCHEMA = pa.schema(
 )
 
 # ev_time comes as UTC without an offset, which Arrow's parser reads as is
+# per event in Arrow besides its text: ev_id, ev_time, ev_txid (8 bytes each), ev_retry (4),
+# an offset of 4 bytes for each of the six text columns, validity bits
+FIXED_BYTES = 56
+SAMPLE_EVENTS = 1000  # events sampled to size a batch (Batch.sampled_bytes_per_event)
 _CSV_SCHEMA = EVENT_SCHEMA.set(1, pa.field("ev_time", pa.timestamp("us")))
 CSV_BLOCK = copyreader.BLOCK  # bytes of CSV parsed at a time
 
@@ -171,6 +175,31 @@ class Batch:
                 yield record_batch.cast(EVENT_SCHEMA)
         except psycopg.Error as exc:
             raise errors.translate(exc) from exc
+
+    def sampled_bytes_per_event(self, sample: int = SAMPLE_EVENTS) -> float | None:
+        """About how many Arrow bytes (``EVENT_SCHEMA``) an event of the batch takes: the
+        text of the first ``sample`` event ids after the previous tick, plus the fixed
+        columns and offsets (``FIXED_BYTES``). None without a slice function (PgQ: the
+        whole batch would be read) or when the sample holds no event."""
+        if not self.engine.has_batch_slices:
+            return None
+        first = self.info.prev_tick_event_seq or 0
+        text = sql.SQL(" + ").join(
+            sql.SQL("coalesce(octet_length({}), 0)").format(sql.Identifier(name))
+            for name in ("ev_type", "ev_data", "ev_extra1", "ev_extra2", "ev_extra3", "ev_extra4")
+        )
+        query = sql.SQL("select count(*), sum({}) from {}.get_batch_events({}, {}, {})").format(
+            text,
+            self.engine.schema,
+            sql.Literal(self.batch_id),
+            sql.Literal(first),
+            sql.Literal(first + sample + 1),
+        )
+        try:
+            count, total = self.conn.execute(query).fetchone()
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        return None if not count else FIXED_BYTES + int(total) / count
 
     def jdbc_slices(self, parts: int) -> list[tuple[int | None, int | None]]:
         """ev_id ranges [from, to) covering everything, the outer ones open: parts slices of

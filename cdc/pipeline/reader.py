@@ -15,7 +15,8 @@ a third to a half. The read alone turns in JDBC's favour from about 600,000 even
 (bench/batch_read.py), the whole drain at no size the driver's memory budget holds.
 A batch read with COPY that outgrows the drain's memory budget (one huge transaction is one
 batch whatever its event count) is spilled to Parquet as it is read and split in Spark
-(cdc.pipeline.spool); on a cluster without a spill folder it is read again over JDBC.
+(cdc.pipeline.spool); on a cluster without a spill folder it is read again over JDBC, so
+there a batch that a sample of its events says will not fit is read over JDBC at once.
 
 Either way the result is the same ``BatchEvents``: counts per configured source (a renamed
 table's earlier names count for it, ``cdc.pg.source.table_names``), a frame per configured
@@ -64,6 +65,9 @@ SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch,
 # local master and on a cluster (see the module docstring); JDBC is for what the driver
 # should not hold (a batch past the memory budget is read again over JDBC on a cluster)
 DEFAULT_JDBC_MIN_EVENTS = 2_000_000
+# no event takes fewer Arrow bytes (cdc.pg.batch.FIXED_BYTES and a few of text): below this
+# many bytes per event of the span a batch fits the budget's share unsampled
+MIN_EVENT_BYTES = 64
 
 
 def jdbc_threshold(source: Source) -> tuple[int, str]:
@@ -156,6 +160,8 @@ class BatchReader:
             f"up to {size:,} events {'>=' if large else '<'} jdbc_min_events"
             f" {self.jdbc_min_events:,} ({self.threshold_from})"
         )
+        if not large and (outgrows := self._outgrows(batch)) is not None:
+            large, rule = True, f"{rule}, but {outgrows}"
         if large:
             jdbc = source_jdbc(self.source)  # one short connection (cdc.pg.source)
             if jdbc is not None:
@@ -171,6 +177,23 @@ class BatchReader:
         events = self._read_with_copy(batch, names)
         events.rule = rule if events.route == "copy" else f"{rule}; over the memory budget"
         return events
+
+    def _outgrows(self, batch: Batch) -> str | None:
+        """Why a batch must be read by JDBC although below jdbc_min_events: where COPY would
+        read it twice (a cluster without a spill folder reads a batch past the memory
+        budget's share again over JDBC), a sample of its events (Batch.sampled_bytes_per_event)
+        says it would not fit. None when it may fit, or where it is not asked."""
+        if self.spill_dir is not None or batch.events_upper_bound * MIN_EVENT_BYTES <= (
+            self.held_limit
+        ):
+            return None
+        per_event = batch.sampled_bytes_per_event()
+        if per_event is None or batch.events_upper_bound * per_event <= self.held_limit:
+            return None
+        return (
+            f"about {batch.events_upper_bound * per_event:,.0f} bytes of events (sampled),"
+            f" over the memory budget's share of {self.held_limit:,} bytes"
+        )
 
     def _read_with_copy(self, batch: Batch, names: TableNames) -> BatchEvents:
         """The batch read with COPY on the driver: kept in Arrow within the memory budget,

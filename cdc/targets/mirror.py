@@ -1,7 +1,9 @@
 """The mirror kind: the target holds the source table's rows, by key.
 
 A batch's events of the table are folded to one action per key and MERGEd into the target,
-with a range of the first key column that prunes files. A batch with a TRUNCATE of the table
+with a range of the first key column that prunes files; when the target holds no row in that
+range (a first batch, keys past the table's) the upserted rows are appended instead, which is
+what the MERGE would do, without its joins. A batch with a TRUNCATE of the table
 overwrites the target with what follows the TRUNCATE, and so does one with the marker of a
 table re-created under the source's name (op X, cdc.formats.RECREATED): the events before it
 are the dropped table's. Both are one commit marked with the batch's Commit. A snapshot
@@ -60,7 +62,14 @@ class Mirror(TargetKind):
             return
         folded = engine.fold(batch.rows, columns)
         bounds = engine.key_range(folded, columns, batch.key_range)
-        engine.merge(folded, columns, MergePlan.for_batch(columns, schema, bounds), commit)
+        plan = MergePlan.for_batch(columns, schema, bounds)
+        if plan.bounds is not None and engine.holds_none_between(plan.bounds):
+            # no target row within the batch's keys: no key matches, and the MERGE would
+            # only insert the upserted rows (a first batch, keys beyond the table's): append
+            named = [(value(i), name, kind) for i, (name, kind) in enumerate(schema)]
+            engine.append(engine.named(engine.upserted(folded), named), schema, commit)
+            return
+        engine.merge(folded, columns, plan, commit)
 
     def upsert(self, engine: Engine, rows: Any, columns: list[Column]) -> None:
         """Writes snapshot rows as whole rows in one MERGE with no commit identity: a key the

@@ -90,7 +90,9 @@ def test_a_committed_batch_is_not_written_again(conn, spark, table_a):
     pipeline = table_a
     conn.execute("insert into a (id, v) select g, 'v' || g from generate_series(1, 5) g")
     with Drain(pipeline, spark) as drain:
-        drain.run()
+        drain.run()  # appended: the empty target holds none of the keys
+        conn.execute("update a set v = 'again' where id = 3")
+        drain.run()  # MERGEd
     ref = pipeline.table("a")
     [info] = [c for c in _commits(Path(ref.location)) if c.get("operation") == "MERGE"]
     txns = [
@@ -267,3 +269,32 @@ def test_each_commit_records_the_engines_that_wrote_it(conn, spark, table_a):
     last = _route_of_last_commit(pipeline)
     assert (last["cdc.decode"], last["cdc.write"]) == ("spark", "arrow"), last
     assert routes[-1]["a"].startswith("spark+arrow (")
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark", "arrow+spark"])
+def test_a_batch_of_keys_the_target_does_not_hold_is_appended(conn, spark, table_a, engine):
+    # no target row within the batch's first-key range: the MERGE would only insert, so the
+    # upserted rows are appended (one WRITE commit, marked as the MERGE's), on every route;
+    # a batch whose range the target holds rows in is MERGEd
+    from deltalake import DeltaTable
+
+    pipeline = replace(table_a, drain=replace(table_a.drain, engine=engine))
+
+    def drain_once() -> tuple[str, dict]:
+        with Drain(pipeline, spark) as drain:
+            drain.run()
+        last = DeltaTable(pipeline.location("a")).history(1)[0]
+        return last["operation"], json.loads(last["userMetadata"])
+
+    conn.execute("insert into a (id, v) select g, 'v' || g from generate_series(1, 40) g")
+    conn.execute("update a set v = 'changed' where id % 3 = 0")
+    conn.execute("delete from a where id % 5 = 0")  # a key deleted in the batch: not appended
+    operation, route = drain_once()
+    assert operation == "WRITE" and route["cdc.write"] == engine.split("+")[-1], route
+    _same(conn, spark, pipeline)
+    conn.execute("insert into a (id, v) select g, 'w' || g from generate_series(100, 120) g")
+    assert drain_once()[0] == "WRITE"  # keys past the table's
+    conn.execute("update a set v = 'again' where id in (1, 110)")
+    conn.execute("insert into a (id, v) values (50, 'between')")
+    assert drain_once()[0] == "MERGE"
+    _same(conn, spark, pipeline)

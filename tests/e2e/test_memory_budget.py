@@ -115,7 +115,8 @@ def test_on_a_cluster_an_outgrown_batch_is_read_again_over_jdbc(conn, dsn, spark
     """Without a spill folder (a cluster master: the driver's disk is not the executors'), a
     batch past the budget is refused where JDBC cannot reach the source (a unix socket: the
     message names the ways out, the batch stays unfinished and the connection usable), and
-    read again by the executors over JDBC where it can, exactly."""
+    read by the executors over JDBC where it can, exactly: at once, when a sample of its
+    events says it will not fit."""
     Queue(conn, "q").create()
     Consumer(conn, "q", "delta").register()
     conn.execute("create table a (id int primary key, v text, n numeric(10,2))")
@@ -141,6 +142,10 @@ def test_on_a_cluster_an_outgrown_batch_is_read_again_over_jdbc(conn, dsn, spark
             drain.reader.spill_dir = None
             drain.run(on_batch=seen.append)
         assert [s.read for s in seen if s.events] == ["jdbc"]
+        # a sample of the batch's events said it would not fit: read by JDBC at once, not
+        # read with COPY up to the budget first
+        rule = next(s.read_rule for s in seen if s.events)
+        assert re.search(r"about [\d,]+ bytes of events \(sampled\), over the memory", rule)
         _same(remote, spark, pipeline, "a")
 
 

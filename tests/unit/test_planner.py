@@ -147,3 +147,21 @@ def test_forcing_arrow_then_spark_writes_with_spark_after_a_decline() -> None:
     route = Route(SPARK, SPARK, "1,000 bytes of rows to ship to Spark, over 1")
     written = planner.write_route(route, replace(WRITABLE, decoded_by=SPARK, forced=SHIPPED))
     assert written == Route(SPARK, SPARK, "1,000 bytes of rows to ship to Spark, over 1")
+
+
+@pytest.mark.parametrize("value", ["auto", *planner.FORCEABLE])
+def test_drain_engine_takes_auto_and_every_forceable_route(value: str) -> None:
+    """[drain] engine: auto (None: the planner's choice) or one of the forceable routes; any
+    other value is refused, naming the ones there are."""
+    from cdc import config
+    from cdc.errors import ConfigError
+
+    base = {
+        "source": {"dsn": "postgresql://x/y", "queue": "q", "consumer": "c"},
+        "target": {"path": "/data/delta"},
+        "tables": [{"source": "public.orders", "target": "orders"}],
+    }
+    parsed = config.parse({**base, "drain": {"engine": value}})
+    assert parsed.drain.engine == (None if value == "auto" else value)
+    with pytest.raises(ConfigError, match="auto, arrow, spark, arrow\\+spark"):
+        config.parse({**base, "drain": {"engine": "driver"}})

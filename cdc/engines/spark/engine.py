@@ -10,6 +10,7 @@ rewrites every file it touches.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +24,7 @@ from cdc.engines.spark import fold as spark_fold
 from cdc.pg.pgtypes import Column
 from cdc.rows import match_key, value
 from cdc.targets import delta_table
+from cdc.targets.delta import delta_rs
 from cdc.targets.delta.local import LocalTable
 from cdc.targets.table import Commit, TableRef, quote
 
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from cdc.targets.merge_plan import Bounds, MergePlan
 
 __all__ = ["SparkEngine", "after", "named"]
+
+log = logging.getLogger("cdc.merge")
 
 
 def after(rows: DataFrame, ev_id: int) -> DataFrame:
@@ -108,6 +112,15 @@ class SparkEngine:
         return low, high
 
     def holds_none_between(self, bounds: Bounds) -> bool:
+        """Asked of delta-rs where it reads the target (its log and the files whose
+        statistics overlap the bounds: no Spark job), else of Spark; a table delta-rs does
+        not read (deletion vectors) is Spark's question."""
+        local = self._local or LocalTable.reach(self.ref)
+        if local is not None:
+            try:
+                return delta_rs.holds_none_between(local, bounds)
+            except Exception as exc:  # any failure of delta-rs: Spark answers
+                log.debug("%s: delta-rs did not read the range (%s): Spark reads it", self.ref, exc)
         return delta_table.holds_none_between(self.spark, self.ref, bounds)
 
     def append_chunk(
