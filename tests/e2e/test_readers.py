@@ -60,8 +60,8 @@ def _change(conn: psycopg.Connection) -> None:
 
 @pytest.fixture(scope="module", params=["driver", "spark"])
 def drained(request, admin_dsn, template_dsn, spark, tmp_path_factory) -> Iterator[Drained]:
-    """Table t drained twice (created, then changed) by one path: the Spark MERGE when the
-    driver may not write (``driver_writes.writable`` false)."""
+    """Table t drained twice (created, then changed) by one path: Spark's append and MERGE
+    when the driver may not write (``driver_writes.writable`` and ``appendable`` false)."""
     path = request.param
     name = f"cdc_test_{uuid.uuid4().hex[:12]}"
     dsn = create_database(admin_dsn, name, template=TEMPLATE)
@@ -72,8 +72,9 @@ def drained(request, admin_dsn, template_dsn, spark, tmp_path_factory) -> Iterat
     on_driver: list[set[str]] = []
     try:
         with psycopg.connect(dsn, autocommit=True) as conn, pytest.MonkeyPatch.context() as mp:
-            if path == "spark":
+            if path == "spark":  # delta-rs neither MERGEs nor appends (a first batch is)
                 mp.setattr(driver_writes, "writable", lambda *args, **kwargs: False)
+                mp.setattr(driver_writes, "appendable", lambda *args, **kwargs: False)
             Queue(conn, "q").create()
             Consumer(conn, "q", "delta").register()
             conn.execute(
