@@ -135,7 +135,7 @@ def decode_route(facts: PartFacts) -> Route:
         ARROW,
         SPARK,
         f"large part (> {SMALL_EVENTS:,} events) on a cluster: folded on the driver,"
-        " MERGEd by the executors",
+        " written by the executors",
     )
 
 
