@@ -65,9 +65,9 @@ SIGNAL = "cdc.snapshot"  # ev_type of a snapshot signal: split out of the batch,
 # local master and on a cluster (see the module docstring); JDBC is for what the driver
 # should not hold (a batch past the memory budget is read again over JDBC on a cluster)
 DEFAULT_JDBC_MIN_EVENTS = 2_000_000
-# no event takes fewer Arrow bytes (cdc.pg.batch.FIXED_BYTES and a few of text): below this
-# many bytes per event of the span a batch fits the budget's share unsampled
-MIN_EVENT_BYTES = 64
+# a batch whose events would each need more Arrow bytes than this to outgrow the memory
+# budget's share is read with COPY unsampled (a small batch costs no sizing query)
+SAMPLE_BEYOND_BYTES = 4096
 
 
 def jdbc_threshold(source: Source) -> tuple[int, str]:
@@ -183,7 +183,7 @@ class BatchReader:
         read it twice (a cluster without a spill folder reads a batch past the memory
         budget's share again over JDBC), a sample of its events (Batch.sampled_bytes_per_event)
         says it would not fit. None when it may fit, or where it is not asked."""
-        if self.spill_dir is not None or batch.events_upper_bound * MIN_EVENT_BYTES <= (
+        if self.spill_dir is not None or batch.events_upper_bound * SAMPLE_BEYOND_BYTES <= (
             self.held_limit
         ):
             return None
