@@ -159,19 +159,20 @@ class Batch:
         for chunk in self.chunks():
             yield from chunk
 
-    def arrow(self) -> Iterator[pa.RecordBatch]:
+    def arrow(self, block: int = CSV_BLOCK) -> Iterator[pa.RecordBatch]:
         """The batch's events as Arrow record batches of ``EVENT_SCHEMA``, in the order
         get_batch_events returns them (ev_id order: a function's rows are read in the order
         it returned them; not sorted again here, which cost a second sort of the batch), read
-        with COPY in CSV form and parsed by Arrow in pieces of about ``CSV_BLOCK`` bytes (a
-        larger event is a piece of its own: cdc.pg.copyreader)."""
+        with COPY in CSV form and parsed by Arrow in pieces of about ``block`` bytes (a
+        larger event is a piece of its own: cdc.pg.copyreader); a piece is held about three
+        times over while it is parsed."""
         query = sql.SQL(
             "copy (select ev_id, ev_time at time zone 'UTC', ev_txid::bigint, ev_retry, ev_type,"
             " ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4 from {}.get_batch_events({})"
             ") to stdout with (format csv)"
         ).format(self.engine.schema, sql.Literal(self.batch_id))
         try:
-            for record_batch in copyreader.record_batches(self.conn, query, _CSV_SCHEMA, CSV_BLOCK):
+            for record_batch in copyreader.record_batches(self.conn, query, _CSV_SCHEMA, block):
                 yield record_batch.cast(EVENT_SCHEMA)
         except psycopg.Error as exc:
             raise errors.translate(exc) from exc

@@ -48,7 +48,7 @@ from cdc import formats as capture_formats
 from cdc.config import DrainSettings, Source
 from cdc.engines.spark import formats as spark_formats
 from cdc.errors import CdcError
-from cdc.pg.batch import EVENT_SCHEMA, Batch
+from cdc.pg.batch import CSV_BLOCK, EVENT_SCHEMA, Batch
 from cdc.pg.jdbc import redacted
 from cdc.pg.source import TableNames, source_jdbc
 from cdc.pipeline.spool import EXPANSION, Overflow, Spool
@@ -68,6 +68,8 @@ DEFAULT_JDBC_MIN_EVENTS = 2_000_000
 # a batch whose events would each need more Arrow bytes than this to outgrow the memory
 # budget's share is read with COPY unsampled (a small batch costs no sizing query)
 SAMPLE_BEYOND_BYTES = 4096
+# the smallest COPY piece a batch is read in (a smaller one parses slower)
+MIN_COPY_BLOCK = 1 << 20
 
 
 def jdbc_threshold(source: Source) -> tuple[int, str]:
@@ -199,9 +201,12 @@ class BatchReader:
         """The batch read with COPY on the driver: kept in Arrow within the memory budget,
         else spilled to Parquet or (no spill folder) read again over JDBC."""
         spool = Spool(self.held_limit, self.spill_dir)
+        # COPY pieces no larger than the events held: a piece is held about three times over
+        # while it is parsed, so a small budget is not outgrown by the reading itself
+        block = max(MIN_COPY_BLOCK, min(CSV_BLOCK, self.held_limit))
         try:
             # closed on an overflow: psycopg cancels the COPY, the connection stays usable
-            with contextlib.closing(batch.arrow()) as stream:
+            with contextlib.closing(batch.arrow(block)) as stream:
                 for events in stream:
                     spool.add(events)
             spool.close()
