@@ -20,12 +20,13 @@ Pure functions, no database.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc.globs import is_pattern
 from cdc.globs import matches as glob_matches
 from cdc.targets import catalog_names as catalog
+from cdc.targets.options import TableOptions
 
 __all__ = [
     "TablePattern",
@@ -130,6 +131,7 @@ class TableRule:
     target: str = "{table}"  # a template: {schema} and {table}, {{ and }} for braces
     mode: str = "mirror"
     where: str = ""  # the entry, as messages name it: tables[2]
+    options: TableOptions = field(default_factory=TableOptions)  # given to every table it produces
 
     @property
     def pattern(self) -> TablePattern:

@@ -22,10 +22,12 @@ from cdc.config.model import (
     default,
 )
 from cdc.config.spark_settings import spark_settings
+from cdc.config.table_options import OPTION_KEYS, table_options
 from cdc.engines.planner import FORCEABLE
 from cdc.errors import ConfigError
 from cdc.names import TablePattern, TableRule, parse_table_name, target_problem, template_problem
 from cdc.pg.jdbc import redacted, url_problem
+from cdc.targets.options import TableOptions
 from cdc.targets.table import TargetClaims
 
 SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
@@ -182,7 +184,7 @@ def _tables(
         where = f"tables[{n}]"
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a table with source, target and mode")
-        _unknown(entry, where, {"source", "target", "mode", "exclude"})
+        _unknown(entry, where, {"source", "target", "mode", "exclude", *OPTION_KEYS})
         text = _text(entry, where, "source")
         try:
             pattern = TablePattern.parse(text)
@@ -191,8 +193,9 @@ def _tables(
         mode = _text(entry, where, "mode", default(TableMap, "mode"))
         if mode not in MODES:
             raise ConfigError(f"{where}.mode must be {' or '.join(MODES)}, not {mode!r}")
+        options = table_options(entry, where, mode)
         if pattern.is_pattern:
-            rules.append(_rule(entry, where, pattern, mode))
+            rules.append(_rule(entry, where, pattern, mode, options))
             continue
         if "exclude" in entry:
             raise ConfigError(
@@ -211,11 +214,13 @@ def _tables(
                 f"{where}: {clash_text(target_name, f'{schema}.{name}', clash)}: give each table"
                 " its own target"
             )
-        maps.append(TableMap(f"{schema}.{name}", target_name, mode, schema, name))
+        maps.append(TableMap(f"{schema}.{name}", target_name, mode, schema, name, options=options))
     return tuple(maps), tuple(rules)
 
 
-def _rule(entry: dict[str, Any], where: str, pattern: TablePattern, mode: str) -> TableRule:
+def _rule(
+    entry: dict[str, Any], where: str, pattern: TablePattern, mode: str, options: TableOptions
+) -> TableRule:
     """A pattern entry: its exclude globs and its target template, checked."""
     exclude = entry.get("exclude", [])
     if not isinstance(exclude, list):
@@ -235,7 +240,7 @@ def _rule(entry: dict[str, Any], where: str, pattern: TablePattern, mode: str) -
     problem = template_problem(template)
     if problem:
         raise ConfigError(f"{where}.target {template!r} {problem}")
-    return TableRule(pattern.schema, pattern.table, tuple(excluded), template, mode, where)
+    return TableRule(pattern.schema, pattern.table, tuple(excluded), template, mode, where, options)
 
 
 def _exclude_pattern(item: Any) -> TablePattern:

@@ -16,14 +16,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc.config.claims import reserved_claims
 from cdc.errors import ConfigError
 from cdc.names import TableRule, parse_table_name
 from cdc.pg.engine import ENGINES, Engine, engine_of
 from cdc.targets import registry
+from cdc.targets.options import TableOptions
 from cdc.targets.table import TableRef, TargetClaims
+
+if TYPE_CHECKING:
+    from cdc.targets.kind import TargetKind
 
 MODES = registry.MODES
 QUEUE_SCHEMAS = tuple(ENGINES)  # the queue engines (cdc.pg.engine)
@@ -78,6 +82,14 @@ class TableMap:
     schema: str = ""  # the schema and table names (default: source split at its first dot)
     name: str = ""
     rule: str = field(default="", compare=False)  # the rule that produced it ("" if listed)
+    options: TableOptions = field(
+        default_factory=TableOptions
+    )  # the entry's apply options (cdc.targets.options)
+
+    @property
+    def kind(self) -> TargetKind:
+        """The target kind that writes it: its mode's, applying its options."""
+        return registry.kind(self.mode, self.options)
 
     def __post_init__(self) -> None:
         if not self.schema or not self.name:

@@ -37,7 +37,7 @@ from cdc.pipeline.pool import in_session
 from cdc.pipeline.reader import BatchEvents
 from cdc.rows import TableBatch, add_time
 from cdc.spark import is_local
-from cdc.targets import delta_table, quarantine, registry, schema_drift
+from cdc.targets import delta_table, quarantine, schema_drift
 from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef
 
@@ -102,7 +102,7 @@ class PartRunner:
         """Brings the target in line with the source's schema, then decodes and writes the
         part by the planned engines; part.out gets the route. Raises what the drain
         classifies (cdc.failures): a table that cannot be applied, or the infrastructure."""
-        kind = registry.kind(part.table.mode)
+        kind = part.table.kind
         drift = schema_drift.reconcile(
             spark, None, part.ref, part.source, part.columns, kind, part.fill
         )

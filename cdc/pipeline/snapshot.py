@@ -59,7 +59,7 @@ from cdc.pipeline.snapshot_job import (
 )
 from cdc.progress import Progress
 from cdc.spark import is_local
-from cdc.targets import registry, snapshots
+from cdc.targets import snapshots
 from cdc.targets.snapshots import RUNNING
 
 __all__ = [
@@ -246,7 +246,7 @@ class Snapshot:
                 good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
                 for target in targets:
                     ref = self.pipeline.table(target.target)
-                    registry.kind(target.mode).load(self.spark, ref, good, reader.columns)
+                    target.kind.load(self.spark, ref, good, reader.columns)
                 if bad:
                     job._quarantine(frame, bad)
             finally:

@@ -38,7 +38,7 @@ from cdc.pg import source as source_module
 from cdc.pipeline import chunks
 from cdc.pipeline.chunks import ChunkPlan
 from cdc.spark import is_local
-from cdc.targets import delta_table, quarantine, registry, snapshots
+from cdc.targets import delta_table, quarantine, snapshots
 from cdc.targets.delta import object_store
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
@@ -135,7 +135,7 @@ class Job:
             if not plan.rows:
                 for target in self.targets:  # an empty table: its target exists all the same
                     ref = self.pipeline.table(target.target)
-                    registry.kind(target.mode).ensure(self.spark, ref, reader.columns)
+                    target.kind.ensure(self.spark, ref, reader.columns)
             stage(f"merged:{number}")
             last = plan.rows < self.chunk_rows
             self.save(
@@ -180,7 +180,7 @@ class Job:
         one to be created, which Spark creates without deletion vectors)."""
         kinds, reached, writable = True, True, True
         for target in self.targets:
-            ref, kind = self.pipeline.table(target.target), registry.kind(target.mode)
+            ref, kind = self.pipeline.table(target.target), target.kind
             kinds = kinds and kind.writes_on_driver
             on_path = delta_table.local_path(ref) is not None
             reached = reached and (on_path or object_store.is_object_store(ref.location))
@@ -208,7 +208,7 @@ class Job:
             return None
         stage("read")
         for target in self.targets:
-            kind = registry.kind(target.mode)
+            kind = target.kind
             ref = self.pipeline.table(target.target)
             kind.ensure(self.spark, ref, columns)
             write = partial(kind.upsert, ArrowEngine(ref), typed, columns)
@@ -228,7 +228,7 @@ class Job:
             stage("read")
             good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
             for target in self.targets:
-                kind = registry.kind(target.mode)
+                kind = target.kind
                 ref = self.pipeline.table(target.target)
                 kind.ensure(self.spark, ref, columns)
                 write = partial(kind.upsert, SparkEngine(self.spark, ref), good, columns)

@@ -112,7 +112,11 @@ def resolve(
             if problem:
                 refused.append(Refused(source, target, rule.where, problem))
                 continue
-            added.append(TableMap(source, target, rule.mode, schema, table, rule=rule.where))
+            added.append(
+                TableMap(
+                    source, target, rule.mode, schema, table, rule=rule.where, options=rule.options
+                )
+            )
     claims = pipeline.claims()
     for t in explicit:
         clash = claims.claim(t.target, _origin(t, rules))

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdc.pg.pgtypes import Column
 from cdc.rows import TableBatch
 from cdc.targets import delta_table
+from cdc.targets.options import TableOptions
 from cdc.targets.registry import Mode
 from cdc.targets.table import Commit, TableRef
 
@@ -49,8 +50,9 @@ class TargetKind:
     # lacks); else the planner gives every part of its targets to Spark
     writes_on_driver = False
 
-    def __init__(self, mode: Mode) -> None:
+    def __init__(self, mode: Mode, options: TableOptions | None = None) -> None:
         self.mode = mode
+        self.options = options or TableOptions()  # the table's (cdc.targets.options)
 
     @property
     def holds_rows(self) -> bool:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from cdc.targets.options import TableOptions
+
 if TYPE_CHECKING:
     from cdc.targets.kind import TargetKind
 
@@ -43,8 +45,8 @@ def holds_rows(mode: str) -> bool:
 
 
 @cache
-def kind(mode: str) -> TargetKind:
-    """The target kind of a mode name."""
+def kind(mode: str, options: TableOptions | None = None) -> TargetKind:
+    """The target kind of a mode name, applying a table's options (none: the defaults)."""
     entry = KINDS[mode]
     module, _, name = entry.kind.partition(":")
-    return getattr(importlib.import_module(module), name)(entry)
+    return getattr(importlib.import_module(module), name)(entry, options or TableOptions())
