@@ -13,9 +13,16 @@ engines (a Spark DataFrame or an Arrow table):
 2. **folded** (one row per key, cdc.engines.*.fold): ``value(i)`` per column, ``has(i)`` per
    non-key column (the batch sets it), ``ACTION`` (UPSERT, DELETE or UPDATE_IF_PRESENT),
    ``RESET`` (the key has an INSERT: its columns start from it), and ``match_key(i)`` for a
-   restated key (``restates_key``: matched in a normalised form);
+   restated key (``restates_key``: matched in a normalised form); for a target that keeps
+   deleted rows also GONE, GONE_AT and KEEPS;
 3. **written** by the target's kind (cdc.targets.kind) through a MERGE plan
    (cdc.targets.merge_plan), an append or an overwrite.
+
+A kind that keeps versions (SCD type 2, cdc.targets.scd2) does not fold: its decoded rows
+become **versioned** rows (cdc.engines.*.versions, under ``Versioning``): one row per version
+a batch opens or changes, with ``value(i)`` per column, START, END, CURRENT and DELETED, and
+``merge_key(i)`` per key column holding the target's stored key on the row that updates the
+target's current version (null on a new version, which the MERGE inserts).
 
 ``TableBatch`` carries the decoded rows with what the decode learnt of them (``Facts``).
 """
@@ -31,21 +38,30 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTION",
+    "CURRENT",
     "DELETE",
+    "DELETED",
+    "END",
     "FLOATS",
+    "GONE",
+    "GONE_AT",
+    "KEEPS",
     "META",
     "RAW",
     "RAW_EVENT",
     "REASON",
     "RESET",
+    "START",
     "UPDATE_IF_PRESENT",
     "UPSERT",
     "Facts",
     "TableBatch",
+    "Versioning",
     "add_time",
     "has",
     "is_numeric_text",
     "match_key",
+    "merge_key",
     "meta",
     "norm_numeric_text",
     "numeric_text_range",
@@ -94,6 +110,12 @@ UPSERT, DELETE, UPDATE_IF_PRESENT = "U", "D", "M"  # the values of ACTION
 ACTION = "__action"
 RESET = "__reset"
 FLOATS = ("float", "double")
+# the fold's columns for a target that keeps deleted rows (``fold(..., soft=True)``): GONE
+# the key's action is a DELETE; GONE_AT the ev_time of the key's last DELETE in the batch,
+# null for an UPSERT (UPDATE_IF_PRESENT: the time a row the target marks deleted takes);
+# KEEPS a target lacking the key gets the row (an UPSERT, or a DELETE of a key the batch
+# inserted: kept marked deleted)
+GONE, GONE_AT, KEEPS = "__gone", "__gone_at", "__keeps"
 
 
 def has(index: int) -> str:
@@ -129,6 +151,27 @@ def numeric_text_range(low: str, high: str) -> tuple[str, str]:
     high: norm(low) and norm(high) + "1". A number's texts are its normalised text followed
     by nothing, by zeros, or by "." and zeros; "." and "0" sort before "1"."""
     return norm_numeric_text(low), norm_numeric_text(high) + "1"
+
+
+# -- versioned rows (SCD type 2) ------------------------------------------------------------
+
+# the version columns of a versioned target (and of versioned rows)
+START, END, CURRENT, DELETED = "__start_at", "__end_at", "__current", "__deleted"
+
+
+def merge_key(index: int) -> str:
+    """The versioned rows' column holding the target's stored key (key column index) on the
+    row that updates the target's current version; null on a new version."""
+    return f"__mk{index}"
+
+
+@dataclass(frozen=True)
+class Versioning:
+    """How a batch's changes become versions (cdc.targets.scd2's docstring has the rules)."""
+
+    tracked: tuple[int, ...]  # non-key columns whose change opens a version
+    tombstones: bool = False  # a delete opens a version marked DELETED
+    truncated_at: int | None = None  # ev_id of the batch's last TRUNCATE: closes every version
 
 
 # -- a table's part of a batch -------------------------------------------------------------

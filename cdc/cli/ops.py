@@ -59,9 +59,11 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         optimize=not args.no_optimize,
         vacuum=not args.no_vacuum,
         retain_hours=args.retain_hours,
+        purge_older_than=args.purge_deleted_older_than,
     )
     for m in done:
-        print(f"{m.target}: {m.files_before} file(s) -> {m.files_after}")
+        purged = "" if m.purged is None else f", {m.purged} row(s) marked deleted purged"
+        print(f"{m.target}: {m.files_before} file(s) -> {m.files_after}{purged}")
     return 0
 
 

@@ -7,6 +7,7 @@ constant), never written a second time; the help texts show it through ``%(defau
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from collections.abc import Callable
 
 from cdc import __version__, formats
@@ -21,6 +22,17 @@ DESCRIPTION = "The ``cdc`` command."
 SPARK_COMMANDS = ("drain", "snapshot", "resync", "verify", "sql", "maintain")  # take --conf
 
 Command = Callable[[argparse.Namespace], int]
+
+
+def _age(text: str) -> dt.timedelta:
+    """--purge-deleted-older-than's value (cdc.ops.maintain.parse_age), its error as the
+    command line's."""
+    from cdc.ops import maintain
+
+    try:
+        return maintain.parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -294,6 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=maintain.DEFAULT_RETAIN_HOURS,
         help="VACUUM keeps files this recent (%(default)s)",
+    )
+    sp.add_argument(
+        "--purge-deleted-older-than",
+        metavar="AGE",
+        type=_age,
+        help="first delete the rows marked deleted longer ago than AGE (such as 30d, 12h;"
+        ' units s, m, h, d, w) from the targets that keep them (deletes = "soft")',
     )
 
     sp = add("demo", ops.cmd_demo, "replicate a small shop from an embedded PostgreSQL into Delta")

@@ -76,6 +76,13 @@ def table_options(entry: dict[str, Any], where: str, mode: str) -> TableOptions:
             f"{where} has both cluster_by and partition_by: Delta clusters a table or"
             " partitions it, not both; keep one"
         )
+    if options.type_changes == "rewrite" and options.change_data_feed:
+        raise ConfigError(
+            f'{where} has type_changes = "rewrite" and change_data_feed = true: a rewrite'
+            " replaces every file, so the change feed would show every row deleted and"
+            ' inserted again; use type_changes = "widen" (or leave it out: a table with the'
+            " change feed is widened)"
+        )
     if options.track_history_columns is not None and options.track_history_except_columns:
         raise ConfigError(
             f"{where} has both track_history_columns and track_history_except_columns:"
@@ -154,6 +161,11 @@ def _properties(entry: dict[str, Any], where: str) -> tuple[tuple[str, str], ...
         if name.startswith("cdc."):
             raise ConfigError(
                 f"{where}.properties.{name}: the cdc.* properties are the pipeline's own"
+            )
+        if name.lower() == "delta.enablechangedatafeed":
+            raise ConfigError(
+                f"{where}.properties.{name}: write change_data_feed = true (or leave it out)"
+                " instead: the option is the one place the drain reads it from"
             )
         out.append((name, text))
     return tuple(out)

@@ -19,10 +19,13 @@ from cdc.engines.engine import Named
 from cdc.engines.spark import engine as spark_engine
 from cdc.engines.spark import fold as spark_fold
 from cdc.pg.pgtypes import Column
-from cdc.rows import ACTION, RESET, has, value
+from cdc.rows import ACTION, GONE, GONE_AT, KEEPS, RESET, has, value
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from cdc.rows import Versioning
+    from cdc.targets.merge_plan import Bounds
 
 __all__ = ["Collected"]
 
@@ -30,17 +33,34 @@ __all__ = ["Collected"]
 class Collected(ArrowEngine):
     """Spark's fold and selection, collected; the Arrow engine's writes."""
 
-    def fold(self, rows: DataFrame, columns: list[Column]) -> pa.Table:  # type: ignore[override]
-        folded = spark_fold.fold(rows, columns)
+    def fold(  # type: ignore[override]
+        self, rows: DataFrame, columns: list[Column], soft: bool = False
+    ) -> pa.Table:
+        folded = spark_fold.fold(rows, columns, soft)
         return folded.select(
             *[F.col(value(i)).cast(c.spark_type).alias(value(i)) for i, c in enumerate(columns)],
             *[F.col(has(i)) for i, c in enumerate(columns) if not c.is_key],
             ACTION,
             RESET,
+            *([GONE, GONE_AT, KEEPS] if soft else []),
         ).toArrow()
 
     def after(self, rows: DataFrame, ev_id: int) -> DataFrame:  # type: ignore[override]
         return spark_engine.after(rows, ev_id)
+
+    def versions(  # type: ignore[override]
+        self, rows: DataFrame, columns: list[Column], rules: Versioning, bounds: Bounds | None
+    ) -> pa.Table:
+        """Spark's versions (its read of the current versions), collected."""
+        spark = spark_engine.SparkEngine(rows.sparkSession, self.ref, self._local)
+        versioned = spark.versions(rows, columns, rules, bounds)
+        return versioned.select(
+            *[F.col(value(i)).cast(c.spark_type).alias(value(i)) for i, c in enumerate(columns)],
+            *[c for c in versioned.columns if not c.startswith("__v")],
+        ).toArrow()
+
+    def time_of(self, rows: DataFrame, ev_id: int) -> int:  # type: ignore[override]
+        return spark_engine.time_of(rows, ev_id)
 
     def named(self, rows: DataFrame | pa.Table, columns: list[Named]) -> pa.Table:  # type: ignore[override]
         if not isinstance(rows, DataFrame):  # folded rows, collected already

@@ -24,7 +24,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from cdc.pg.pgtypes import Column
+    from cdc.rows import Versioning
     from cdc.targets.merge_plan import Bounds, MergePlan
     from cdc.targets.table import Commit
 
@@ -45,14 +48,35 @@ class Engine(Protocol):
     name: str  # cdc.engines.planner.ARROW or SPARK: the engine that writes
 
     # -- a batch's rows
-    def fold(self, rows: Any, columns: list[Column]) -> Any:
-        """One action per key (the fold's rules, cdc.engines.spark.fold)."""
+    def fold(self, rows: Any, columns: list[Column], soft: bool = False) -> Any:
+        """One action per key (the fold's rules, cdc.engines.spark.fold); soft: with the
+        columns of a target that keeps deleted rows (cdc.rows.GONE, GONE_AT, KEEPS)."""
 
     def after(self, rows: Any, ev_id: int) -> Any:
         """The decoded rows after the event ev_id (a batch's last TRUNCATE of the table)."""
 
+    def versions(
+        self, rows: Any, columns: list[Column], rules: Versioning, bounds: Bounds | None
+    ) -> Any:
+        """Versioned rows (cdc.rows; the rules in cdc.targets.scd2) of the decoded rows and
+        the target's current versions of their keys (within bounds, when given), read by
+        the engine."""
+
+    def changes(self, rows: Any, columns: list[Column], at: datetime) -> Any:
+        """A snapshot chunk's rows (named as the source's columns) as decoded rows: each
+        an UPDATE at time ``at``, in a transaction of its own (a versioned target's seed)."""
+
     def upserted(self, folded: Any) -> Any:
         """The folded rows whose action is an upsert."""
+
+    def kept(self, folded: Any) -> Any:
+        """The soft fold's rows that a target lacking their key gets (cdc.rows.KEEPS)."""
+
+    def time_of(self, rows: Any, ev_id: int) -> int:
+        """The ev_time of decoded rows' event ev_id, in microseconds since 1970 (UTC)."""
+
+    def with_values(self, rows: Any, values: list[tuple[str, str, Any]]) -> Any:
+        """rows with columns added, each (name, Spark type, value) one value in every row."""
 
     def named(self, rows: Any, columns: list[Named]) -> Any:
         """rows' source columns as the target names and types them, in that order."""

@@ -24,6 +24,10 @@ The decision has two steps, because some facts are known only once the part is d
    (cdc.engines.shipped; the route ``arrow+spark``). ``drain.engine`` forces one route
    (``spark``: always; ``arrow``: wherever the facts allow it, the way tests run the
    engines over one batch; ``arrow+spark``: the driver's fold and Spark's write).
+   A target delta-rs does not write as Spark would by its layout or properties
+   (``TARGET_REASONS``, cdc.targets.layout: the change data feed, liquid clustering, a
+   timestamp partition column) is written by Spark whatever the part, its rows decoded and
+   folded on the driver where they are.
    The Arrow decoder may still answer "undecided" (an event it cannot be sure to decode as
    Spark does, a bad event): then Spark decodes, and the route says why.
 2. ``write_route(WriteFacts)``, once decoded: the Arrow engine folds and writes where
@@ -50,11 +54,15 @@ from dataclasses import dataclass
 
 __all__ = [
     "ARROW",
+    "CHANGE_DATA_FEED",
+    "CLUSTERED",
     "ENGINES",
     "FORCEABLE",
     "SHIPPED",
     "SMALL_EVENTS",
     "SPARK",
+    "TARGET_REASONS",
+    "ZONELESS_PARTITIONS",
     "ChunkFacts",
     "PartFacts",
     "Route",
@@ -72,6 +80,36 @@ FORCEABLE = (*ENGINES, SHIPPED)  # the values of drain.engine besides "auto"
 # it (a Spark job costs more than its work), and Spark writes it without the decode cache
 # and without Delta's copy of the MERGE source (cdc.pipeline.apply).
 SMALL_EVENTS = 10_000
+# Why delta-rs 1.6 does not write a target of this layout or these properties
+# (cdc.targets.layout; the facts ``change_data_feed``, ``clustered`` and
+# ``zoneless_partitions``): Spark writes it. The first was measured: delta-rs writes a MERGE's
+# change data (``_change_data``) as Spark does, but a source row that matches no clause (the
+# delete of a key the target lacks: a row inserted and deleted within one batch) gives a
+# change row of NULLs that fails the target's NOT NULL columns, and the MERGE fails.
+CHANGE_DATA_FEED = (
+    "a target with the change data feed: delta-rs 1.6 fails a MERGE whose source holds a row"
+    " no clause matches (a key deleted that the target lacks) on such a table"
+)
+CLUSTERED = (
+    "a liquid-clustered target (cluster_by): delta-rs 1.6 does not write the clustering"
+    " table feature"
+)
+ZONELESS_PARTITIONS = (
+    "a target partitioned by a timestamp column: delta-rs 1.6 writes its partition values"
+    " without their zone, which Spark reads in the reader's session time zone"
+)
+TARGET_REASONS = (CHANGE_DATA_FEED, CLUSTERED, ZONELESS_PARTITIONS)
+
+
+def _target_reason(change_data_feed: bool, clustered: bool, zoneless: bool) -> str | None:
+    """Why delta-rs may not write a target of this layout and properties (None: it may)."""
+    if change_data_feed:
+        return CHANGE_DATA_FEED
+    if clustered:
+        return CLUSTERED
+    if zoneless:
+        return ZONELESS_PARTITIONS
+    return None
 
 
 @dataclass(frozen=True)
@@ -84,10 +122,19 @@ class PartFacts:
     kind_writes_arrow: bool  # the target's kind has an Arrow write (TargetKind.arrow_writes)
     default_merge_source: bool  # merge.materializeSource is the drain's own ("auto")
     forced: str | None = None  # drain.engine (FORCEABLE), None for the planner's choice
+    # the target's (cdc.targets.layout): the change data feed on; liquid-clustered;
+    # partitioned by a timestamp column
+    change_data_feed: bool = False
+    clustered: bool = False
+    zoneless_partitions: bool = False
 
     @property
     def small(self) -> bool:
         return self.events <= SMALL_EVENTS
+
+    @property
+    def target_reason(self) -> str | None:
+        return _target_reason(self.change_data_feed, self.clustered, self.zoneless_partitions)
 
 
 @dataclass(frozen=True)
@@ -123,10 +170,12 @@ def decode_route(facts: PartFacts) -> Route:
         return Route(SPARK, SPARK, "the target kind writes with Spark only")
     if not facts.default_merge_source:
         return Route(SPARK, SPARK, "merge.materializeSource set by the submitter")
-    if facts.forced == ARROW:
-        return Route(ARROW, ARROW, "drain.engine = arrow")
     if facts.forced == SHIPPED:
         return Route(ARROW, SPARK, f"drain.engine = {SHIPPED}")
+    if facts.target_reason is not None:  # the driver decodes and folds, Spark writes
+        return Route(ARROW, SPARK, facts.target_reason)
+    if facts.forced == ARROW:
+        return Route(ARROW, ARROW, "drain.engine = arrow")
     if facts.local_master:
         return Route(ARROW, ARROW, "local master, events on the driver")
     if facts.small:
@@ -150,6 +199,9 @@ class WriteFacts:
     target_writable: bool  # delta-rs writes this target as Spark would (ArrowEngine.refuses)
     truncated: bool  # the part holds a TRUNCATE or the marker of a re-created table
     forced: str | None = None
+    change_data_feed: bool = False  # PartFacts'
+    clustered: bool = False
+    zoneless_partitions: bool = False
 
 
 def write_route(route: Route, facts: WriteFacts) -> Route:
@@ -166,6 +218,9 @@ def _spark_write_reason(facts: WriteFacts) -> str | None:
         return f"drain.engine = {facts.forced}"
     if not facts.kind_writes_arrow:
         return "the target kind writes with Spark only"
+    target = _target_reason(facts.change_data_feed, facts.clustered, facts.zoneless_partitions)
+    if target is not None:
+        return target
     if facts.decoded_by == SPARK and not facts.small:
         return "a large part decoded by Spark"
     if facts.truncated:
@@ -186,6 +241,9 @@ class ChunkFacts:
     targets_reached: bool  # delta-rs reaches every target: a local path or object storage
     targets_writable: bool  # delta-rs writes every existing target as Spark would
     forced: str | None = None
+    change_data_feed: bool = False  # a target has the change data feed (PartFacts')
+    clustered: bool = False  # a target is liquid-clustered
+    zoneless_partitions: bool = False  # a target is partitioned by a timestamp column
 
 
 def chunk_route(facts: ChunkFacts) -> Route:
@@ -197,6 +255,9 @@ def chunk_route(facts: ChunkFacts) -> Route:
         return Route(SPARK, SPARK, "drain.engine = spark")
     if not facts.kinds_write_arrow:
         return Route(SPARK, SPARK, "a target kind writes with Spark only")
+    target = _target_reason(facts.change_data_feed, facts.clustered, facts.zoneless_partitions)
+    if target is not None:
+        return Route(SPARK, SPARK, target)
     if not facts.targets_reached:
         return Route(SPARK, SPARK, "delta-rs does not reach a target")
     if not facts.targets_writable:

@@ -38,6 +38,9 @@ from cdc.targets.table import TableRef
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from cdc.rows import Versioning
+    from cdc.targets.merge_plan import Bounds
+
 __all__ = ["SHIP_MAX_BYTES", "Shipped"]
 
 SHIP_MAX_BYTES = 512 << 20  # of Arrow rows handed to the driver's JVM at once
@@ -62,15 +65,27 @@ class Shipped(SparkEngine):
             ]
         )
 
-    def fold(self, rows: pa.Table, columns: list[Column]) -> DataFrame:  # type: ignore[override]
+    def fold(  # type: ignore[override]
+        self, rows: pa.Table, columns: list[Column], soft: bool = False
+    ) -> DataFrame:
         if any(contract.restates_key(c) for c in columns):
-            return spark_fold.fold(self.ship(rows, columns), columns)
-        folded = arrow_fold.fold_rows(rows, columns)
+            return spark_fold.fold(self.ship(rows, columns), columns, soft)
+        folded = arrow_fold.fold_rows(rows, columns, soft)
         self._range = _key_range(folded, columns)
         return self.ship(folded, columns)
 
+    def versions(  # type: ignore[override]
+        self, rows: pa.Table, columns: list[Column], rules: Versioning, bounds: Bounds | None
+    ) -> DataFrame:
+        """Spark's versions of the decoded rows, shipped as they are: the current versions
+        they start from are the executors' to read."""
+        return super().versions(self.ship(rows, columns), columns, rules, bounds)
+
     def after(self, rows: pa.Table, ev_id: int) -> pa.Table:  # type: ignore[override]
         return arrow_engine.after(rows, ev_id)
+
+    def time_of(self, rows: pa.Table, ev_id: int) -> int:  # type: ignore[override]
+        return arrow_engine.time_of(rows, ev_id)
 
     def named(self, rows: pa.Table | DataFrame, columns: list[Named]) -> DataFrame:
         if not isinstance(rows, DataFrame):  # decoded rows, appended as they are (history)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -37,11 +37,12 @@ log = logging.getLogger("cdc.pgtypes")
 _warned: set[tuple[str, str]] = set()  # tables whose registry warning was logged
 
 COLUMNS_SQL = """
-select a.attname, a.attnum,
+select a.attname, a.attnum, a.attrelid::bigint,
        coalesce(nullif(bt.typbasetype, 0), a.atttypid)::regtype::text as base,
        case when coalesce(nullif(bt.typbasetype, 0), a.atttypid) = a.atttypid then a.atttypmod
             else bt.typtypmod end as typmod,
-       coalesce(a.attnum = any (i.indkey), false) as is_key
+       coalesce(a.attnum = any (i.indkey), false) as is_key,
+       col_description(a.attrelid, a.attnum) as comment
   from pg_attribute a
   join pg_type bt on bt.oid = a.atttypid
   left join pg_index i on i.indrelid = a.attrelid and i.indisprimary
@@ -78,6 +79,14 @@ class Column:
     pg_type: str  # the base type as regtype text, "integer[]" for arrays
     spark_type: str  # a Spark SQL type name
     is_key: bool
+    # where the catalog has it (columns()): the column's number in its table, which a RENAME
+    # COLUMN keeps, and the table's oid (cdc.targets.schema_changes tells a renamed column
+    # by them); not compared
+    attnum: int | None = field(default=None, compare=False)
+    relid: int | None = field(default=None, compare=False)
+    # its comment (COMMENT ON COLUMN), which the target's column carries
+    # (cdc.targets.layout); not compared
+    comment: str | None = field(default=None, compare=False)
 
 
 DECIMAL_TYPE = re.compile(r"decimal\((\d+),(\d+)\)")  # a Spark decimal type name
@@ -169,7 +178,7 @@ def keyed_columns(
             f" ({', '.join(pkey)}) is not a key the drain can fold by: {why}."
             " Add a primary key, or make the columns NOT NULL with a unique index"
         )
-    return [Column(c.name, c.pg_type, c.spark_type, c.name in pkey) for c in cols]
+    return [replace(c, is_key=c.name in pkey) for c in cols]
 
 
 def capture_options(
@@ -207,8 +216,8 @@ def columns(conn: psycopg.Connection, schema: str, table: str) -> list[Column]:
     Empty when there is no such table."""
     rows = conn.execute(COLUMNS_SQL, (schema, table)).fetchall()
     return [
-        Column(name, base, spark_type(base, typmod), bool(key))
-        for name, _, base, typmod, key in rows
+        Column(name, base, spark_type(base, typmod), bool(key), attnum, relid, comment)
+        for name, attnum, relid, base, typmod, key, comment in rows
     ]
 
 

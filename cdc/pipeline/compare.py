@@ -9,7 +9,7 @@ repr (so NaN equals NaN), bytes as bytes.
 from __future__ import annotations
 
 import decimal
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from cdc.pg import pgtypes, reading
 from cdc.targets import delta_table
+from cdc.targets.masking import Masking
 from cdc.targets.table import TableRef, quote
 
 if TYPE_CHECKING:
@@ -78,12 +79,37 @@ def _source_expr(ident: sql.Composable, spark_type: str, by_output: bool = False
     return ident
 
 
+# a date's text in DateStyle ISO whatever the session's (cdc.targets.masking.date_text)
+_DATE_TEXT = (
+    "case when not isfinite({0}) then {0}::text when {0} < date '0001-01-01'"
+    " then to_char({0}, 'YYYY-MM-DD') || ' BC' else to_char({0}, 'YYYY-MM-DD') end"
+)
+
+
+def _text_expr(ident: sql.Composable, spark_type: str, by_output: bool = False) -> sql.Composable:
+    """A value's text as PostgreSQL outputs it (cdc.targets.masking.HASHABLE's types; by_output
+    as for _source_expr)."""
+    if spark_type == "date":
+        return sql.SQL(_DATE_TEXT).format(ident)
+    return reading.output_text(ident) if by_output else sql.SQL("{}::text").format(ident)
+
+
 def source_query(
-    schema: str, table: str, cols: list[pgtypes.Column], by_output: Collection[str] = ()
+    schema: str,
+    table: str,
+    cols: list[pgtypes.Column],
+    by_output: Collection[str] = (),
+    as_text: Collection[str] = (),
 ) -> sql.Composed:
     """The query of the table's rows, ordered by key, whose rows normal() makes comparable;
-    by_output: the columns read as their type's output (cdc.pg.reading.text_by_output)."""
-    exprs = [_source_expr(sql.Identifier(c.name), c.spark_type, c.name in by_output) for c in cols]
+    by_output: the columns read as their type's output (cdc.pg.reading.text_by_output);
+    as_text: the columns read as their text, for a sha256 mask (cdc.targets.masking)."""
+    exprs = [
+        _text_expr(sql.Identifier(c.name), c.spark_type, c.name in by_output)
+        if c.name in as_text
+        else _source_expr(sql.Identifier(c.name), c.spark_type, c.name in by_output)
+        for c in cols
+    ]
     keys = [sql.Identifier(c.name) for c in cols if c.is_key]
     return sql.SQL("select {} from {}.{} order by {}").format(
         sql.SQL(", ").join(exprs),
@@ -103,11 +129,18 @@ def delta_rows(
 
 
 def delta_frame(
-    spark: SparkSession, location: str, columns: list[pgtypes.Column], version: int | None = None
+    spark: SparkSession,
+    location: str,
+    columns: list[pgtypes.Column],
+    version: int | None = None,
+    current: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """The Delta table's rows (at a version, or the latest) as Spark rows that normal() makes
-    comparable with source_query's."""
+    comparable with source_query's; current: those of them that stand for the source's
+    (the target kind's, cdc.targets.kind.TargetKind.current: not the rows marked deleted)."""
     frame = delta_table.read(spark, TableRef(location), version)
+    if current is not None:
+        frame = current(frame)
     exprs = [_delta_expr(F.col(quote(c.name)), c.spark_type).alias(c.name) for c in columns]
     return frame.select(*exprs)
 
@@ -153,10 +186,15 @@ def _decimal_text(value: decimal.Decimal) -> str:
 
 
 def quarantined_keys(
-    spark: SparkSession, pipeline: Pipeline, source: str, key_names: list[str]
+    spark: SparkSession,
+    pipeline: Pipeline,
+    source: str,
+    key_names: list[str],
+    masks: Masking | None = None,
 ) -> set[tuple[str | None, ...]]:
     """The keys (as key_text gives them) of the source table's open quarantined rows:
-    events (their key columns' text values) and snapshot rows (their JSON)."""
+    events (their key columns' text values) and snapshot rows (their JSON); a key column
+    the target masks (masks: cdc.targets.masking) as the mask makes it of that text."""
     from cdc.engines.spark import decode as spark_decode
     from cdc.targets import quarantine
 
@@ -176,9 +214,11 @@ def quarantined_keys(
         )
         for k in key_names
     ]
+    hashed = [masks.of(k) if masks is not None else None for k in key_names]
     out: set[tuple[str | None, ...]] = set()
     for row in typed.select(*keys).distinct().toLocalIterator():
-        out.add(tuple(_numeric_text(v) for v in row))
+        texts = [v if m is None else masks.value(v, m) for v, m in zip(row, hashed, strict=True)]
+        out.add(tuple(_numeric_text(v) for v in texts))
     return out
 
 

@@ -36,6 +36,7 @@ from cdc.pipeline.reader import BatchEvents, BatchReader
 from cdc.pipeline.snapshot_runner import SnapshotRunner
 from cdc.pipeline.tables import TableResolver
 from cdc.progress import Progress
+from cdc.targets import masking
 
 log = logging.getLogger("cdc.drain")
 
@@ -59,6 +60,7 @@ class Drain:
         tick: bool = True,
         workers: int = WORKERS,
     ) -> None:
+        masking.require_salt_of(pipeline)  # before anything is read or written
         self.pipeline = pipeline
         self.spark = spark
         self.tick_first = tick

@@ -2,7 +2,8 @@
 (cdc.engines.planner), decoded and written by the engines the plan names, its route recorded.
 
 ``PartRunner.run`` first brings the target in line with the source's columns
-(cdc.targets.schema_drift.reconcile: the drift says how the events are written); then the
+(cdc.targets.schema_drift.reconcile: the drift says how the events are written, the
+target's exclusions and masks included, cdc.targets.masking); then the
 planner's first step picks the decoding engine; the Arrow engine decodes on the driver
 (cdc.engines.arrow.decode) and the kind writes the rows on the Arrow engine (its ``write``,
 cdc.engines.engine) unless the engine declines; otherwise Spark decodes
@@ -37,7 +38,7 @@ from cdc.pipeline.pool import in_session
 from cdc.pipeline.reader import BatchEvents
 from cdc.rows import TableBatch, add_time
 from cdc.spark import is_local
-from cdc.targets import delta_table, quarantine, schema_drift
+from cdc.targets import delta_table, masking, quarantine, schema_drift
 from cdc.targets.kind import TargetKind
 from cdc.targets.table import Commit, TableRef
 
@@ -103,8 +104,11 @@ class PartRunner:
         part by the planned engines; part.out gets the route. Raises what the drain
         classifies (cdc.failures): a table that cannot be applied, or the infrastructure."""
         kind = part.table.kind
+        masks = masking.resolve(
+            kind.options, part.columns, ".".join(part.source), listed=not part.table.rule
+        )
         drift = schema_drift.reconcile(
-            spark, None, part.ref, part.source, part.columns, kind, part.fill
+            spark, None, part.ref, part.source, part.columns, kind, part.fill, masks
         )
         route = planner.decode_route(self.facts(part, kind))
         if route.decode == planner.ARROW:
@@ -115,6 +119,7 @@ class PartRunner:
     def facts(self, part: TablePart, kind: TargetKind) -> planner.PartFacts:
         """What the planner is told of a part before it is decoded."""
         source = part.table.source
+        layout = kind.layout(part.ref, part.columns)
         return planner.PartFacts(
             events=part.events.counts.get(source, 0),
             held_on_driver=part.events.on_driver and source in part.events.arrow,
@@ -122,6 +127,9 @@ class PartRunner:
             kind_writes_arrow=kind.writes_on_driver,
             default_merge_source=self.materialize == "auto",
             forced=self.engine,
+            change_data_feed=layout.change_data_feed,
+            clustered=layout.clustered,
+            zoneless_partitions=layout.zoneless_partitions,
         )
 
     def on_driver(
@@ -212,6 +220,7 @@ class PartRunner:
         """What the planner is told of a part Spark decoded, before it is written; whether
         delta-rs may write the target is asked only when nothing else keeps the part in
         Spark."""
+        layout = kind.layout(ref, batch.columns)
         facts = planner.WriteFacts(
             decoded_by=planner.SPARK,
             small=small,
@@ -220,6 +229,9 @@ class PartRunner:
             target_writable=True,
             truncated=batch.truncated_at is not None,
             forced=self.engine,
+            change_data_feed=layout.change_data_feed,
+            clustered=layout.clustered,
+            zoneless_partitions=layout.zoneless_partitions,
         )
         spark_route = planner.Route(planner.SPARK, planner.SPARK, "")
         if local is None or planner.write_route(spark_route, facts).write == planner.SPARK:

@@ -68,7 +68,7 @@ from cdc.errors import CdcError
 from cdc.pg import source as source_module
 from cdc.pipeline.replay_apply import ReplayApplier
 from cdc.pipeline.replay_plan import RESET_KEPT, Planner
-from cdc.targets import failing, quarantine
+from cdc.targets import failing, masking, quarantine
 
 __all__ = ["KILL_AT_ENV", "ReplayResult", "Replayer", "filtered"]
 
@@ -109,6 +109,7 @@ class Replayer:
 
     def replay(self, table: str) -> ReplayResult:
         pipe = self.pipeline
+        masking.require_salt_of(pipe)  # before anything is written
         source = pipe.source_name(table)
         maps = [t for t in pipe.tables if t.source == source]
         if not maps:

@@ -27,10 +27,11 @@ from cdc import formats
 from cdc.config import Pipeline, TableMap
 from cdc.engines.spark import decode as spark_decode
 from cdc.engines.spark import fold as spark_fold
+from cdc.engines.spark import masking as spark_masking
 from cdc.engines.spark.decode import cast_text
 from cdc.pg import pgtypes
 from cdc.rows import is_numeric_text
-from cdc.targets import delta_table, quarantine, registry, schema_drift
+from cdc.targets import delta_table, masking, quarantine, registry, schema_drift
 from cdc.targets.table import Commit, TableRef, app_id, legacy_app_id, quote
 
 __all__ = ["Plan", "Planner", "aligned", "columns_of", "plan_app", "same_row", "versions_before"]
@@ -161,17 +162,27 @@ class Planner:
         older = {t: v for t, v in before.items() if v != now}
         if not older:
             return None
-        columns, _ = columns_of(conn, self.pipeline, m)
+        source, _ = columns_of(conn, self.pipeline, m)
+        masks = masking.resolve(m.options, source, m.source, listed=not m.rule)
+        columns = list(masks.columns)  # as the target holds them: a key hashed, say
         keys = [(i, c) for i, c in enumerate(columns) if c.is_key]
         key_names = [f"__k{i}" for i, _ in keys]
         kv = F.col("kv")
+
+        def event_key(c: pgtypes.Column) -> SparkColumn:
+            """An event's key value as the target holds it (masked as the drain masks it)."""
+            mask = masks.of(c.name)
+            if mask is None:
+                return cast_text(kv.getItem(c.name), c.spark_type)
+            typed = cast_text(kv.getItem(c.name), mask.source_type)
+            return spark_masking.masked(typed, mask, masks)
+
         mapping = self.spark.createDataFrame(sorted(older.items()), "tick_id long, __v long")
         events = typed.join(F.broadcast(mapping), on="tick_id").select(
             "ev_id",
             "tick_id",
             "__v",
-            *[_key_expr(cast_text(kv.getItem(c.name), c.spark_type), c).alias(f"__k{i}")
-              for i, c in keys],
+            *[_key_expr(event_key(c), c).alias(f"__k{i}") for i, c in keys],
         )  # fmt: skip
         wanted_keys = events.select(*key_names).distinct()
         current = delta_table.read(self.spark, ref, now).schema

@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 
 from cdc import errors, failures
 from cdc.config import Pipeline, Source, TableMap, parse_table_name
+from cdc.engines.spark import masking as spark_masking
 from cdc.errors import CdcError, ConfigError
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
@@ -51,6 +52,7 @@ from cdc.pipeline.snapshot_job import (
     PARTITIONS,
     Job,
     failure_of,
+    masked,
     new_states,
     resumable,
     stage,
@@ -59,7 +61,7 @@ from cdc.pipeline.snapshot_job import (
 )
 from cdc.progress import Progress
 from cdc.spark import is_local
-from cdc.targets import snapshots
+from cdc.targets import mask_record, masking, snapshots
 from cdc.targets.snapshots import RUNNING
 
 __all__ = [
@@ -136,6 +138,7 @@ class Snapshot:
         progress: bool = True,
         chunk_rows: int = CHUNK_ROWS,
     ) -> None:
+        masking.require_salt_of(pipeline)  # before anything is read or written
         self.pipeline = pipeline
         self.spark = spark
         self.progress = progress
@@ -246,7 +249,10 @@ class Snapshot:
                 good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
                 for target in targets:
                     ref = self.pipeline.table(target.target)
-                    target.kind.load(self.spark, ref, good, reader.columns)
+                    masks = masked(target, reader.columns)  # as the target holds them
+                    rows = spark_masking.named(good, masks) if masks.active else good
+                    target.kind.load(self.spark, ref, rows, list(masks.columns))
+                    mask_record.record(self.spark, ref, masks)  # the rows it now holds
                 if bad:
                     job._quarantine(frame, bad)
             finally:

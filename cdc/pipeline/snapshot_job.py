@@ -9,7 +9,9 @@ the chunk again, harmlessly. Where every target is a local mirror delta-rs may w
 chunk is read with COPY into Arrow, cast there (cdc.engines.arrow.decode.cast_rows: the
 Spark casts' answers, or none) and written by the kind on the Arrow engine
 (cdc.engines.arrow.engine: an append by delta-rs when the target holds no row of the chunk's
-key range); anything the Arrow engine declines is written by Spark as above.
+key range); anything the Arrow engine declines is written by Spark as above. Each target
+gets the chunk's rows as it holds them: its excluded columns left out, its masked ones masked
+(cdc.targets.masking; ``Job._ensure`` also follows its recorded masking).
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from cdc import failures
 from cdc.config import Pipeline, TableMap
 from cdc.engines import planner
 from cdc.engines.arrow import decode as arrow_decode
+from cdc.engines.arrow import masking as arrow_masking
 from cdc.engines.arrow import write as driver_writes
 from cdc.engines.arrow.engine import ArrowEngine
 from cdc.engines.engine import Declined
+from cdc.engines.spark import masking as spark_masking
 from cdc.engines.spark.engine import SparkEngine
 from cdc.errors import ConfigError
 from cdc.pg import pgtypes, reading
@@ -38,7 +42,7 @@ from cdc.pg import source as source_module
 from cdc.pipeline import chunks
 from cdc.pipeline.chunks import ChunkPlan
 from cdc.spark import is_local
-from cdc.targets import delta_table, quarantine, snapshots
+from cdc.targets import delta_table, mask_record, masking, quarantine, snapshots
 from cdc.targets.delta import object_store
 from cdc.targets.snapshots import COPIED, FAILED, RUNNING, Progress
 from cdc.targets.table import TableRef
@@ -50,6 +54,7 @@ __all__ = [
     "PARTITIONS",
     "Job",
     "failure_of",
+    "masked",
     "new_states",
     "resumable",
     "stage",
@@ -134,8 +139,7 @@ class Job:
             plan, read = self._read_and_write(reader, after)
             if not plan.rows:
                 for target in self.targets:  # an empty table: its target exists all the same
-                    ref = self.pipeline.table(target.target)
-                    target.kind.ensure(self.spark, ref, reader.columns)
+                    self._ensure(target, reader.columns)
             stage(f"merged:{number}")
             last = plan.rows < self.chunk_rows
             self.save(
@@ -187,10 +191,21 @@ class Job:
             if not (kinds and reached):
                 break
             table = delta_table.LocalTable.reach(ref)
-            schema = kind.columns(columns)
-            if table is not None and not driver_writes.writable(table, schema, columns, True):
+            held = list(masked(target, columns).columns)  # as the target holds them
+            schema = kind.columns(held)
+            if table is not None and not driver_writes.writable(table, schema, held, True):
                 writable = False
-        facts = planner.ChunkFacts(self.on_driver, kinds, reached, writable, self.engine)
+        layouts = [t.kind.layout(self.pipeline.table(t.target), columns) for t in self.targets]
+        facts = planner.ChunkFacts(
+            self.on_driver,
+            kinds,
+            reached,
+            writable,
+            self.engine,
+            change_data_feed=any(layout.change_data_feed for layout in layouts),
+            clustered=any(layout.clustered for layout in layouts),
+            zoneless_partitions=any(layout.zoneless_partitions for layout in layouts),
+        )
         route = planner.chunk_route(facts)
         log.debug("snapshot of %s: %s", self.source, route)
         return route
@@ -208,10 +223,9 @@ class Job:
             return None
         stage("read")
         for target in self.targets:
-            kind = target.kind
-            ref = self.pipeline.table(target.target)
-            kind.ensure(self.spark, ref, columns)
-            write = partial(kind.upsert, ArrowEngine(ref), typed, columns)
+            ref, masks = self._ensure(target, columns)
+            rows = arrow_masking.named(typed, masks) if masks.active else typed
+            write = partial(target.kind.upsert, ArrowEngine(ref), rows, list(masks.columns))
             try:
                 delta_table.retry_conflicts(write, f"snapshot of {target.target}")
             except Declined as exc:
@@ -228,10 +242,10 @@ class Job:
             stage("read")
             good = frame.where(F.col("__reason").isNull()).drop("__reason", "__raw")
             for target in self.targets:
-                kind = target.kind
-                ref = self.pipeline.table(target.target)
-                kind.ensure(self.spark, ref, columns)
-                write = partial(kind.upsert, SparkEngine(self.spark, ref), good, columns)
+                ref, masks = self._ensure(target, columns)
+                rows = spark_masking.named(good, masks) if masks.active else good
+                engine = SparkEngine(self.spark, ref)
+                write = partial(target.kind.upsert, engine, rows, list(masks.columns))
                 # an OPTIMIZE (cdc maintain) may commit meanwhile: the MERGE is idempotent
                 delta_table.retry_conflicts(write, f"snapshot of {target.target}")
             if bad:
@@ -239,6 +253,23 @@ class Job:
         finally:
             frame.unpersist()
         return int(read)
+
+    def _ensure(
+        self, target: TableMap, columns: list[pgtypes.Column]
+    ) -> tuple[TableRef, masking.Masking]:
+        """The target and its masking (cdc.targets.masking) for the chunk's source columns:
+        an existing target's recorded masking followed (cdc.targets.mask_record: one
+        written under other rules is refused), then the target made with the columns it
+        holds (or given those it lacks), a new one's masking recorded."""
+        ref = self.pipeline.table(target.target)
+        masks = masked(target, columns)
+        existed = delta_table.exists(self.spark, ref)
+        if existed:
+            mask_record.follow(self.spark, ref, target.source, masks)
+        target.kind.ensure(self.spark, ref, list(masks.columns))
+        if not existed and masks.active:
+            mask_record.record(self.spark, ref, masks)
+        return ref, masks
 
     def _quarantine(self, typed: DataFrame, count: int) -> None:
         """Rows with a value that does not cast go to the quarantine table, as ev_type
@@ -258,6 +289,11 @@ class Job:
         log.warning(
             "%d row(s) of %s do not cast to their column types: quarantined", count, self.source
         )
+
+
+def masked(target: TableMap, columns: list[pgtypes.Column]) -> masking.Masking:
+    """The target's exclusions and masks over its source's columns (cdc.targets.masking)."""
+    return masking.resolve(target.options, columns, target.source, listed=not target.rule)
 
 
 def failure_of(

@@ -1,4 +1,6 @@
-"""Verify: a mirror target equals its source table, compared at one consistent point.
+"""Verify: a mirror target equals its source table, compared at one consistent point (of a
+target that keeps deleted rows, ``deletes = "soft"``, the rows not marked deleted: the target
+kind's ``current`` rows).
 
 The point is a tick T and a REPEATABLE READ snapshot that see the same transactions, taken
 without locking the verified tables (so verify needs no write privilege on them, only what
@@ -23,6 +25,10 @@ find the differing primary keys (a bounded list): missing in Delta, extra in Del
 open quarantined event or snapshot row (cdc.targets.quarantine) is counted apart, as
 quarantined: the Verdict's state is ``differs`` only when some key differs without one.
 
+A target's exclusions and masks (cdc.targets.masking) apply to the source's rows before they
+are compared: an excluded column is not compared, a masked one is compared as the target
+holds it (hashed with the same salt, or NULL).
+
 The source is read in cdc.pg.reading's settings: no code of a table's owner runs in verify's
 session, and a table whose row-level security applies to verify's role is not compared (its
 rows would be only those its policies let through): its Verdict is ``failed``, with the
@@ -33,8 +39,9 @@ from __future__ import annotations
 
 import decimal
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -42,13 +49,13 @@ from psycopg import sql
 from pyspark.sql import SparkSession
 
 from cdc.config import Pipeline, TableMap
-from cdc.errors import CdcError
+from cdc.errors import CdcError, ConfigError
 from cdc.pg import pgtypes, reading
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
 from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
-from cdc.targets import delta_table
+from cdc.targets import delta_table, masking
 
 LOCK_TIMEOUT = "5s"  # waiting longer for the SHARE locks gives up: run verify again
 POINT_ATTEMPTS = 5  # tries at a consistent point while other ticks come in between
@@ -128,6 +135,7 @@ class Verifier:
     """Compares the pipeline's mirror targets with their sources (see the module)."""
 
     def __init__(self, pipeline: Pipeline, spark: SparkSession, limit: int = LIMIT) -> None:
+        masking.require_salt_of(pipeline)  # before the drain it runs writes anything
         self.pipeline = pipeline
         self.spark = spark
         self.limit = limit
@@ -232,19 +240,32 @@ class Verifier:
         return versions
 
     def _source_rows(
-        self, snapshot: psycopg.Connection, m: TableMap, cols: list[pgtypes.Column]
+        self,
+        snapshot: psycopg.Connection,
+        m: TableMap,
+        cols: list[pgtypes.Column],
+        masks: masking.Masking,
     ) -> Iterator[tuple[Any, ...]]:
+        """The source's rows as the target holds them (cols: the target's columns): a
+        column masked with sha256 read as its text and hashed, one masked with null NULL."""
         by_output = reading.text_by_output(snapshot, m.schema, m.name)
+        at = masks.at(cols)
+        hashed = [k.name for k in at.values() if k.method == masking.SHA256]
+        query = compare.source_query(m.schema, m.name, masks.decoded(cols), by_output, hashed)
         with snapshot.cursor(name=f"cdc_verify_{abs(hash(m.target))}") as cur:
             cur.itersize = 10_000
-            cur.execute(compare.source_query(m.schema, m.name, cols, by_output))
+            cur.execute(query)
             for row in cur:
+                if at:
+                    row = tuple(masks.value(v, at[i]) if i in at else v for i, v in enumerate(row))
                 yield compare.normal(row)
 
     def _delta_rows(
         self, m: TableMap, cols: list[pgtypes.Column], version: int
     ) -> Iterator[tuple[Any, ...]]:
-        frame = compare.delta_frame(self.spark, self.pipeline.location(m.target), cols, version)
+        location = self.pipeline.location(m.target)
+        # of a target that keeps deleted rows, the rows not marked (TargetKind.current)
+        frame = compare.delta_frame(self.spark, location, cols, version, m.kind.current)
         for row in frame.toLocalIterator():
             yield compare.normal(tuple(row))
 
@@ -252,21 +273,26 @@ class Verifier:
         self, snapshot: psycopg.Connection, m: TableMap, tick_id: int, version: int
     ) -> Verdict:
         queue = self.pipeline.source.capture_queue
-        cols = pgtypes.keyed_columns(snapshot, m.schema, m.name, queue, registry_required=True)
+        source = pgtypes.keyed_columns(snapshot, m.schema, m.name, queue, registry_required=True)
         verdict = Verdict(m.source, m.target, tick_id, version)
         try:
             reading.check(snapshot, m.schema, m.name)
-        except reading.SourceUnreadable as exc:  # row-level security: reported, not compared
+            # the source as the target holds it: excluded columns not compared, masked ones
+            # masked the same way (cdc.targets.masking)
+            masks = masking.resolve(m.options, source, m.source, listed=not m.rule)
+        except (reading.SourceUnreadable, ConfigError) as exc:  # reported, not compared
             verdict.error = str(exc)
             return verdict
-        verdict.source_rows, verdict.source_hash = _summary(self._source_rows(snapshot, m, cols))
+        cols = list(masks.columns)
+        source_rows = partial(self._source_rows, snapshot, m, cols, masks)
+        verdict.source_rows, verdict.source_hash = _summary(source_rows())
         verdict.delta_rows, verdict.delta_hash = _summary(self._delta_rows(m, cols, version))
         if verdict.ok:
             return verdict
         key_at = [i for i, c in enumerate(cols) if c.is_key]
         key_names = [cols[i].name for i in key_at]
         expected: dict[tuple[Any, ...], int] = {}
-        for row in self._source_rows(snapshot, m, cols):
+        for row in source_rows():
             expected[tuple(row[i] for i in key_at)] = digest(row)
         found: list[tuple[str, tuple[Any, ...]]] = []
         changed: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # key -> Delta row (bounded)
@@ -280,13 +306,13 @@ class Verifier:
                 if len(changed) < COLUMNS_KEPT:
                     changed[key] = row
         found.extend(("missing in Delta", key) for key in expected)
-        held = compare.quarantined_keys(self.spark, self.pipeline, m.source, key_names)
+        held = compare.quarantined_keys(self.spark, self.pipeline, m.source, key_names, masks)
         marked = [(kind, key, compare.key_text(key) in held) for kind, key in found]
         verdict.quarantined = sum(1 for _, _, q in marked if q)
         verdict.differences = len(found) - verdict.quarantined
         shown = sorted(marked, key=lambda f: (f[2], f[0], repr(f[1])))[: self.limit]
         columns = self._differing_columns(
-            snapshot, m, cols, key_at, {k: changed[k] for kind, k, _ in shown if k in changed}
+            source_rows, cols, key_at, {k: changed[k] for kind, k, _ in shown if k in changed}
         )
         verdict.keys = []
         for kind, key, held_key in shown:
@@ -302,8 +328,7 @@ class Verifier:
 
     def _differing_columns(
         self,
-        snapshot: psycopg.Connection,
-        m: TableMap,
+        source_rows: Callable[[], Iterator[tuple[Any, ...]]],
         cols: list[pgtypes.Column],
         key_at: list[int],
         delta: dict[tuple[Any, ...], tuple[Any, ...]],
@@ -313,7 +338,7 @@ class Verifier:
         if not delta:
             return {}
         out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for row in self._source_rows(snapshot, m, cols):
+        for row in source_rows():
             key = tuple(row[i] for i in key_at)
             theirs = delta.get(key)
             if theirs is None:

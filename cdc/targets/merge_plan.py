@@ -14,6 +14,21 @@ The project does two MERGEs, each made by one constructor:
 - a snapshot chunk's (``MergePlan.for_snapshot_chunk``): whole rows (``value(i)`` per
   column), every column of a matched row set, every missing key inserted, nothing deleted.
 
+A batch's MERGE into a target that keeps deleted rows (``MergePlan.soft``, ``SoftDeletes``:
+a mirror with ``deletes = "soft"``) deletes nothing; its clauses, in order:
+
+1. a matched row whose source row is ``marked_when`` (a DELETE) gets the columns the batch
+   sets, and is marked: ``flag`` true, ``at`` the source's ``gone_at``;
+2. a matched row already marked whose source row is ``kept_when`` (an UPDATE_IF_PRESENT: a
+   row inserted and deleted again within one transaction) gets the columns and the time;
+3. any other matched row gets the columns and is not marked (``flag`` false, ``at`` null):
+   an UPSERT revives a deleted row;
+4. a missing key whose source row ``keeps`` is inserted, marked as its ``gone`` and
+   ``gone_at`` say (an UPSERT; a DELETE of a key the batch inserted, kept deleted);
+5. with a TRUNCATE (``truncated_at``, its time: the source rows are those after it, and the
+   plan has no bounds) every target row the source lacks and not yet marked is marked at
+   that time, and an UPDATE_IF_PRESENT is a row gone too (``marked_when``).
+
 Both renderings call the target ``t`` and the source ``s``. Keys compare as PostgreSQL
 compares them: a numeric key kept as its exact text matches in its normalised form
 (cdc.rows.norm_numeric_text; the target's side normalised by the rendering), a float key as
@@ -52,6 +67,7 @@ __all__ = [
     "KeyMatch",
     "MergePlan",
     "SetColumn",
+    "SoftDeletes",
     "SourceIs",
 ]
 
@@ -95,6 +111,38 @@ class SourceIs:
 
     column: str
     value: str
+
+
+@dataclass(frozen=True)
+class SoftDeletes:
+    """How a MERGE marks the rows it would delete (the clauses in the module docstring)."""
+
+    flag: str  # the target's boolean column: the row is deleted
+    at: str  # the target's timestamp column: when
+    gone: str  # the source's boolean column: its row is deleted
+    gone_at: str  # the source's timestamp column: when (the time a marked row takes)
+    keeps: str  # the source's boolean column: a missing key is inserted
+    marked_when: tuple[SourceIs, ...]  # a matched row is marked when its source row is one
+    kept_when: SourceIs | None  # a marked row takes the time when its source row is so
+    truncated_at: int | None = None  # a TRUNCATE's time, microseconds since 1970 (UTC)
+
+    @classmethod
+    def of_fold(cls, flag: str, at: str, truncated_at: int | None = None) -> SoftDeletes:
+        """The soft fold's (cdc.rows.GONE, GONE_AT, KEEPS): a DELETE marks a matched row; an
+        UPDATE_IF_PRESENT gives a marked row its time, or, after a TRUNCATE, marks it."""
+        delete = SourceIs(contract.ACTION, contract.DELETE)
+        maybe = SourceIs(contract.ACTION, contract.UPDATE_IF_PRESENT)
+        truncated = truncated_at is not None
+        return cls(
+            flag=flag,
+            at=at,
+            gone=contract.GONE,
+            gone_at=contract.GONE_AT,
+            keeps=contract.KEEPS,
+            marked_when=(delete, maybe) if truncated else (delete,),
+            kept_when=None if truncated else maybe,
+            truncated_at=truncated_at,
+        )
 
 
 @dataclass(frozen=True)
@@ -143,6 +191,11 @@ class MergePlan:
     delete_when: SourceIs | None  # a matched row is deleted when the source row is so
     insert_when: SourceIs | None  # a missing key is inserted when so (None: always)
     bounds: Bounds | None
+    # a target row matches only when this boolean column of it holds true (the current
+    # version of a versioned target), None: every row
+    target_flag: str | None = None
+    # deleted rows are marked, not deleted (see the module docstring); None: deleted
+    soft: SoftDeletes | None = None
 
     @property
     def updates(self) -> tuple[SetColumn, ...]:
@@ -155,11 +208,13 @@ class MergePlan:
         columns: list[Column],
         schema: list[tuple[str, str]],
         key_range: tuple[object, object] | None,
+        soft: SoftDeletes | None = None,
     ) -> MergePlan:
         """The fold's MERGE (cdc.engines.*.fold): columns the source table's, schema the
         target's (name, type) for them, key_range the batch's first-key range (Bounds.of).
         A restated key (cdc.rows.restates_key) matches on its match_key(i) and takes the
-        batch's form; the other keys are kept."""
+        batch's form; the other keys are kept. soft: deleted rows marked, not deleted (the
+        soft fold's rows; with a TRUNCATE the MERGE has no bounds: it marks every row)."""
         keys, sets = [], []
         for i, c in enumerate(columns):
             if c.is_key:
@@ -168,13 +223,45 @@ class MergePlan:
                 sets.append(SetColumn(c.name, value(i), ALWAYS if restated else KEEP))
             else:
                 sets.append(SetColumn(c.name, value(i), IF_SET, (contract.RESET, has(i))))
+        truncated = soft is not None and soft.truncated_at is not None
         return cls(
             keys=tuple(keys),
             sets=tuple(sets),
             inserts=tuple((name, value(i)) for i, (name, _) in enumerate(schema)),
-            delete_when=SourceIs(contract.ACTION, contract.DELETE),
-            insert_when=SourceIs(contract.ACTION, contract.UPSERT),
+            delete_when=None if soft else SourceIs(contract.ACTION, contract.DELETE),
+            insert_when=None if soft else SourceIs(contract.ACTION, contract.UPSERT),
+            bounds=None if truncated else Bounds.of(columns, key_range),
+            soft=soft,
+        )
+
+    @classmethod
+    def for_versions(
+        cls,
+        columns: list[Column],
+        schema: list[tuple[str, str]],
+        key_range: tuple[object, object] | None,
+    ) -> MergePlan:
+        """A versioned target's MERGE (cdc.targets.scd2): versioned rows (cdc.rows) match the
+        target's current version by ``merge_key(i)``, the target's stored key (null on a new
+        version, which never matches); a matched version gets every column, a new one is
+        inserted, nothing is deleted. schema: the target's (name, type) for the source's
+        columns, then the version columns, whose source columns have their names."""
+        keys = tuple(
+            KeyMatch(c.name, contract.merge_key(i), EXACT)
+            for i, c in enumerate(columns)
+            if c.is_key
+        )
+        pairs = tuple(
+            (name, value(i) if i < len(columns) else name) for i, (name, _) in enumerate(schema)
+        )
+        return cls(
+            keys=keys,
+            sets=tuple(SetColumn(name, source, ALWAYS) for name, source in pairs),
+            inserts=pairs,
+            delete_when=None,
+            insert_when=None,
             bounds=Bounds.of(columns, key_range),
+            target_flag=contract.CURRENT,
         )
 
     @classmethod

@@ -35,6 +35,7 @@ KINDS: dict[str, Mode] = {
     for m in (
         Mode("mirror", "cdc.targets.mirror:Mirror", holds_rows=True),
         Mode("history", "cdc.targets.history:History", holds_rows=False),
+        Mode("scd2", "cdc.targets.scd2:Scd2", holds_rows=True),
     )
 }
 MODES: tuple[str, ...] = tuple(KINDS)

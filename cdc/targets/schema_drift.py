@@ -4,17 +4,22 @@
 
 - refuses (``TableUnappliable``) two source columns whose names differ only in case: Delta
   column names are case-insensitive, so the target cannot hold both;
-- widens a Delta column whose source column was retyped to a type Delta can widen it to
-  without loss (Delta's type widening: smallint -> int -> bigint, an integer to a decimal
-  with as many integer digits or to double, float -> double, decimal(p,s) -> decimal(p+k1,
-  s+k2) with k1 >= k2 >= 0, date -> timestamp_ntz), with ``ALTER TABLE ... ALTER COLUMN ...
-  TYPE`` (the table gets Delta's typeWidening feature);
+- renames a Delta column whose source column was renamed (told from a drop and an add by
+  its number in the source's catalog), and reads the old name in events as the new
+  (cdc.targets.schema_changes: ``Drift.renamed``);
+- widens a Delta column whose source column was retyped to a type it widens to without
+  loss (smallint -> int -> bigint, an integer to a decimal with as many integer digits or to
+  double, float -> double, decimal(p,s) -> decimal(p+k1, s+k2) with k1 >= k2 >= 0, date ->
+  timestamp_ntz) as the table's ``type_changes`` says (cdc.targets.schema_changes: the table
+  rewritten with the new type in one commit, or ``ALTER TABLE ... ALTER COLUMN ... TYPE``
+  with Delta's typeWidening feature);
 - keeps any other retyped column at its Delta type, and checks each value: it is written
   only when it converts to the Delta type and back to the source's type unchanged (a string
   column takes the event's text as it is); otherwise the event goes to quarantine with the
   reason ("column x is int in Delta but string in the source: resync the table");
-- quarantines an INSERT or UPDATE that carries a column the source no longer has (renamed or
-  dropped while the event waited in the queue): its value would otherwise be lost;
+- quarantines an INSERT or UPDATE that carries a column the source no longer has (dropped
+  while the event waited in the queue, or renamed before the target recorded its number):
+  its value would otherwise be lost; the dropped column stays in the target;
 - adds the columns the target lacks; when the source rows that existed before a column was
   added hold a value without any event (``ADD COLUMN ... DEFAULT`` with a default that is not
   volatile: PostgreSQL's missing value), the Delta rows get that value before the batch, and
@@ -50,8 +55,9 @@ from cdc.errors import TableUnappliable
 from cdc.pg import pgarray, sqlfiles
 from cdc.pg.pgtypes import Column
 from cdc.rows import value
-from cdc.targets import delta_table
+from cdc.targets import delta_table, mask_record, masking, schema_changes
 from cdc.targets.kind import TargetKind
+from cdc.targets.masking import Masking
 from cdc.targets.table import TableRef, quote
 
 log = logging.getLogger("cdc.schema_drift")
@@ -75,17 +81,30 @@ class Drift:
     """How a table's events are written to its target this batch.
 
     columns: the source columns with the Spark types their values are written as (the
-    Delta column's type where it differs); source_types: for those, the source's own type;
-    missing: per column index, the text of the value events written before the column
-    existed stand for."""
+    Delta column's type where it differs), as the target holds them (cdc.targets.masking:
+    the excluded ones left out, a sha256 one a string); source_types: for those, the
+    source's own type; missing: per column index, the text of the value events written
+    before the column existed stand for; masking: the target's exclusions and masks, which
+    the decoders apply (cdc.engines.*.decode); renamed: the name events written before a
+    rename carry -> the column's name now (cdc.targets.schema_changes), which the decoders
+    read an event's columns by first."""
 
     columns: list[Column]
     source_types: dict[int, str] = field(default_factory=dict)
     missing: dict[int, str] = field(default_factory=dict)
+    masking: Masking | None = None
+    renamed: dict[str, str] = field(default_factory=dict)
 
     def rewrite_kv(self, kv: SparkColumn) -> SparkColumn:
-        """The event's column -> text map, with the missing value of each column that an
-        INSERT or a full-row UPDATE (json, urlenc) lacks: such an event predates the column."""
+        """The event's column -> text map, its renamed columns under their names now,
+        without the excluded columns (read as if the event did not carry them), with the
+        missing value of each column that an INSERT or a full-row UPDATE (json, urlenc)
+        lacks: such an event predates the column."""
+        if self.renamed:
+            kv = F.transform_keys(kv, self._new_name)
+        if self.masking is not None and self.masking.exclude:
+            excluded = "|".join(_java_regex(g) for g in self.masking.exclude)
+            kv = F.map_filter(kv, lambda k, _: ~k.rlike(excluded))
         op, fmt = F.col("op"), F.col("fmt")
         full_row = (op == "I") | ((op == "U") & formats.full_row(fmt))
         for i, text in self.missing.items():
@@ -95,6 +114,14 @@ class Drift:
                 F.map_concat(kv, F.create_map(F.lit(name), F.lit(text))),
             ).otherwise(kv)
         return kv
+
+    def _new_name(self, key: SparkColumn, _: SparkColumn) -> SparkColumn:
+        items = iter(self.renamed.items())
+        old, new = next(items)
+        name = F.when(key == F.lit(old), F.lit(new))
+        for old, new in items:
+            name = name.when(key == F.lit(old), F.lit(new))
+        return name.otherwise(key)
 
     def reason(self, kv: SparkColumn) -> SparkColumn:
         """Why an event cannot be written (null when it can): a column the source does not
@@ -196,12 +223,21 @@ def reconcile(
     columns: list[Column],
     kind: TargetKind,
     fill: Fill | None = None,
+    masks: Masking | None = None,
 ) -> Drift:
     """Brings the target's schema in line with the source's columns where that is lossless,
     and says how this batch's events are written (see the module docstring). Raises
     TableUnappliable when the target cannot follow the source. fill: the source's, read
-    before (``fill_of``); without it, read here with conn."""
+    before (``fill_of``); without it, read here with conn. masks: the target's exclusions and
+    masks over these columns (cdc.targets.masking.resolve); without it, resolved here from
+    the kind's options. The target is made and compared with the columns it holds (the
+    excluded ones left out, a sha256 one a string), and its recorded masking followed
+    (cdc.targets.mask_record)."""
     name = f"{source[0]}.{source[1]}"
+    if masks is None:
+        masks = masking.resolve(kind.options, columns, name, listed=False)
+    catalog = columns  # the source's, numbered (cdc.targets.schema_changes)
+    columns = list(masks.columns)
     clash = case_clash(columns)
     if clash:
         raise TableUnappliable(
@@ -217,18 +253,33 @@ def reconcile(
         fill = fill_of(conn, *source)
     if not delta_table.exists(spark, target):
         kind.ensure(spark, target, columns)
-        return Drift(columns, missing=_missing(columns, fill))
+        if masks.active:
+            mask_record.record(spark, target, masks)
+        schema_changes.record(spark, target, catalog, columns, {}, None)
+        return Drift(columns, missing=_missing(columns, fill), masking=_active(masks))
     props = delta_table.properties(spark, target)
+    mask_record.follow(spark, target, name, masks, props)
+    # the file's properties (and the change data feed), set again where it changed them
+    wanted = dict(kind.layout(target, columns).properties)
+    delta_table.keep_properties(spark, target, wanted, props)
     if props.get(BACKFILL):
         _finish_backfill(spark, target, json.loads(props[BACKFILL]))
+    if props.get(delta_table.REWRITE_PENDING):
+        delta_table.finish_rewrite(spark, target, json.loads(props[delta_table.REWRITE_PENDING]))
     fields = {f.name.lower(): f for f in delta_table.schema(spark, target).fields}
+    # the kind's own columns, for options given to an existing target (soft deletes)
+    kind.conform(spark, target, columns, set(fields), props)
+    renamed = schema_changes.follow_renames(
+        spark, target, name, catalog, columns, fields, props, masks
+    )
+    widened: dict[str, tuple[str, str]] = {}  # Delta column -> (its type, the source's)
     written: list[Column] = []
     source_types: dict[int, str] = {}
     for i, c in enumerate(columns):
         found = fields.get(c.name.lower())
         delta_type = canonical(found.dataType.simpleString()) if found else c.spark_type
-        if delta_type != c.spark_type and widens(delta_type, c.spark_type):
-            _widen(spark, target, found.name, c.spark_type, props)
+        if found and delta_type != c.spark_type and widens(delta_type, c.spark_type):
+            widened[found.name] = (delta_type, c.spark_type)
             delta_type = c.spark_type
         if delta_type != c.spark_type:
             source_types[i] = c.spark_type
@@ -238,14 +289,35 @@ def reconcile(
                 name, c.name, delta_type, c.spark_type,
             )  # fmt: skip
         written.append(Column(c.name, c.pg_type, delta_type, c.is_key))
+    # a rewrite leaves every column nullable: the key its NOT NULL columns say is recorded
+    key = [f.name for f in fields.values() if not f.nullable] if not props.get(KEY) else []
+    before = {KEY: json.dumps(key)} if key and kind.holds_rows else {}
+    schema_changes.retype(spark, target, name, widened, kind.options, props, before)
     added = [c for c in columns if c.name.lower() not in fields]
     if added and kind.holds_rows:
-        _add_columns(spark, target, name, added, fill)
+        _add_columns(spark, target, name, added, fill, masks)
     elif added:
         kind.ensure(spark, target, columns)
     if kind.holds_rows:
-        _follow_key(spark, target, name, written, fields, props.get(KEY))
-    return Drift(written, source_types, _missing(columns, fill))
+        recorded = props.get(KEY)  # its columns under their names now
+        if recorded and renamed:
+            recorded = json.dumps([renamed.get(k, k) for k in json.loads(recorded)])
+        _follow_key(spark, target, name, written, fields, recorded)
+    schema_changes.record(spark, target, catalog, columns, renamed, props)
+    return Drift(written, source_types, _missing(columns, fill), _active(masks), renamed)
+
+
+def _java_regex(glob: str) -> str:
+    """A column glob (cdc.globs) as an anchored Java regular expression (Spark's rlike)."""
+    body = "".join(
+        ".*" if ch == "*" else "." if ch == "?" else ch if ch.isalnum() else f"\\x{{{ord(ch):x}}}"
+        for ch in glob
+    )
+    return f"(?s:\\A{body}\\z)"
+
+
+def _active(masks: Masking) -> Masking | None:
+    return masks if masks.active else None
 
 
 def _missing(columns: list[Column], fill: Fill) -> dict[int, str]:
@@ -256,17 +328,16 @@ def _has_rows(spark: SparkSession, target: TableRef) -> bool:
     return bool(delta_table.read(spark, target).limit(1).count())
 
 
-def _widen(
-    spark: SparkSession, target: TableRef, column: str, new_type: str, props: dict[str, str]
-) -> None:
-    delta_table.retype(spark, target, column, new_type, props)
-    log.info("%s: column %s widened to %s", target.location, column, new_type)
-
-
 def _add_columns(
-    spark: SparkSession, target: TableRef, name: str, added: list[Column], fill: Fill
+    spark: SparkSession,
+    target: TableRef,
+    name: str,
+    added: list[Column],
+    fill: Fill,
+    masks: Masking | None = None,
 ) -> None:
-    """Adds columns to a mirror; the rows it has get each column's missing value."""
+    """Adds columns to a mirror; the rows it has get each column's missing value (masked
+    as the target masks the column: never in clear, not even in the pending property)."""
     pending: dict[str, str] = {}
     if _has_rows(spark, target):
         per_row = [c.name for c in added if c.name in fill.per_row]
@@ -278,9 +349,19 @@ def _add_columns(
                 " only the source knows; resync the table",
             )
         pending = {c.name: fill.missing[c.name] for c in added if c.name in fill.missing}
+        for column, text in list(pending.items()):
+            mask = masks.of(column) if masks is not None else None
+            if masks is None or mask is None:
+                continue
+            hidden = masks.value(text, mask)
+            if hidden is None:
+                del pending[column]  # masked with null: NULL is the column's value
+            else:
+                pending[column] = hidden
     if pending:
         delta_table.set_properties(spark, target, {BACKFILL: json.dumps(pending)})
-    delta_table.add_columns(spark, target, [(c.name, c.spark_type) for c in added])
+    comments = {c.name: c.comment for c in added if c.comment}
+    delta_table.add_columns(spark, target, [(c.name, c.spark_type) for c in added], comments)
     if pending:
         _finish_backfill(spark, target, pending)
 

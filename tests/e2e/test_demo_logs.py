@@ -47,6 +47,12 @@ def test_demo_prints_no_spark_noise_and_one_log_format(tmp_path: Path) -> None:
     for line in proc.stderr.splitlines():
         assert re.match(logs.LINE_PATTERN, line), f"not in the log format: {line!r}\n{shown}"
         assert " INFO cdc" in line, f"not a project info line: {line!r}\n{shown}"
-    # the drain's summary, one per drain run of the demo (three workload parts)
+    # the drain's summary, one per drain run of the demo (three workload parts), then the two
+    # of cdc verify's (its catch-up, and the one at its consistent point)
     summaries = [line for line in proc.stderr.splitlines() if "cdc.progress: drain: done" in line]
-    assert len(summaries) == 3, shown
+    assert len(summaries) == 5, shown
+    # the apply modes it shows: a masked column and every version of a customer
+    assert "customers.email, masked" in proc.stdout, shown
+    assert "shop.customers -> customers_scd2: 46 rows in PostgreSQL, 46 in Delta: ok" in (
+        proc.stdout
+    ), shown

@@ -111,7 +111,7 @@ def test_explicit_entries_unchanged() -> None:
             r"tables\[1\]\.exclude\[1\] must be a schema\.table",
         ),
         ({"source": "public.*", "exclude": ["a.b", 3]}, r"tables\[1\]\.exclude\[2\] must be"),
-        ({"source": "public.*", "mode": "scd2"}, r"tables\[1\]\.mode must be"),
+        ({"source": "public.*", "mode": "scd3"}, r"tables\[1\]\.mode must be"),
         ({"source": "public.*", "filter": "x"}, r"tables\[1\] has unknown keys: filter"),
         ({"source": "*"}, r"tables\[1\]\.source must be schema\.table"),
         ({"source": "a.b.*"}, r"tables\[1\]\.source must be schema\.table"),

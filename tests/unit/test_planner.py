@@ -141,6 +141,35 @@ def test_snapshot_chunks_go_to_arrow_only_on_a_local_master_with_local_targets()
     assert planner.chunk_route(replace(facts, local_master=False, forced=ARROW)).write == ARROW
 
 
+@pytest.mark.parametrize(
+    ("layout", "why"),
+    [
+        ({"change_data_feed": True}, planner.CHANGE_DATA_FEED),
+        ({"clustered": True}, planner.CLUSTERED),
+        ({"zoneless_partitions": True}, "time zone"),
+    ],
+)
+def test_a_target_delta_rs_does_not_write_is_written_by_spark(layout: dict, why: str) -> None:
+    """A target with the change data feed, a liquid-clustered one, or one partitioned by a
+    timestamp column, is written by Spark on every route and whatever drain.engine forces
+    (its events still decoded and folded on the driver where they are held); the route
+    names the reason."""
+    for forced in (None, ARROW):
+        route = planner.decode_route(replace(HELD, forced=forced, **layout))
+        assert (route.decode, route.write) == (ARROW, SPARK) and why in route.why, forced
+    assert planner.decode_route(replace(HELD, forced=SPARK, **layout)).why == (
+        "drain.engine = spark"
+    )
+    decoded = Route(SPARK, SPARK, "the Arrow decoder was undecided")
+    written = planner.write_route(decoded, replace(WRITABLE, decoded_by=SPARK, **layout))
+    assert written.write == SPARK
+    chunks = planner.ChunkFacts(
+        local_master=True, kinds_write_arrow=True, targets_reached=True, targets_writable=True
+    )
+    chunk = planner.chunk_route(replace(chunks, forced=ARROW, **layout))
+    assert chunk.write == SPARK and why in chunk.why
+
+
 def test_forcing_arrow_then_spark_writes_with_spark_after_a_decline() -> None:
     """Under drain.engine = arrow+spark a part Spark had to decode (the Arrow decoder
     undecided, the fold too large to ship) is written by Spark too, the reason kept."""

@@ -1,6 +1,7 @@
 """cdc status' line for a table with column mapping: the readers that read it right, those
 that read NULL and those that refuse it, and, when none of its names needs mapping (a target
-of an earlier version), the way to turn it off; none for a table without mapping."""
+of an earlier version), the way to turn it off; none for a table without mapping. A table with
+Delta's typeWidening feature has its own line."""
 
 from __future__ import annotations
 
@@ -39,3 +40,23 @@ def test_a_mapped_table_has_a_line_naming_its_readers() -> None:
     assert lines[1].startswith("COLUMN MAPPING old: read it with Spark")
     assert "delta.columnMapping.mode to 'none'" in lines[1]
     assert len(lines) == 2
+
+
+def test_a_widened_table_has_a_line_naming_its_readers() -> None:
+    """A table with Delta's typeWidening feature: one line saying so, its safe readers, the
+    refusing ones, and that Spark writes it; none for the others."""
+    refusing = dict.fromkeys(VERDICTS, readers.REFUSES) | {"Spark": readers.SAFE}
+    widened = _table("wide", False)
+    widened.type_widening, widened.readers = True, refusing
+    found = status.Status(
+        status.QueueState("q", 1, 0.5, None, False, False),
+        status.ConsumerState("delta", registered=False),
+        tables=[_table("plain", False), widened],
+    )
+    lines = [x for x in status.render(found).splitlines() if x.startswith("TYPE WIDENING")]
+    assert lines == [
+        "TYPE WIDENING wide: a column was widened with Delta's typeWidening feature"
+        ' (type_changes = "widen", or the default for a table past its size): read it with'
+        " Spark; refused by delta-rs QueryBuilder, delta-rs to_pyarrow_table, polars"
+        " read_delta; Spark writes it (docs/drain.md, Type changes)"
+    ]

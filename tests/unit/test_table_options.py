@@ -85,6 +85,10 @@ def test_a_rule_gives_its_options_to_the_tables_it_produces() -> None:
         ({"change_data_feed": "yes"}, r"change_data_feed must be true or false"),
         ({"type_changes": "cast"}, r"type_changes must be 'rewrite' or 'widen'"),
         ({"properties": {"cdc.commit": "x"}}, r"the cdc\.\* properties are the pipeline's own"),
+        (
+            {"properties": {"delta.enableChangeDataFeed": "true"}},
+            r"properties\.delta\.enableChangeDataFeed: write change_data_feed = true",
+        ),
         ({"exclude_columns": ["email"], "mask": {"email": "null"}}, r"both excluded and masked"),
         ({"tombstones": True}, r"tombstones applies to mode = 'scd2', not 'mirror'"),
         ({"colour": "red"}, r"unknown keys: colour"),

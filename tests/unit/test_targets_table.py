@@ -38,9 +38,11 @@ def test_the_commit_identity_names_queue_incarnation_consumer_and_target():
 
 
 def test_modes_and_what_they_hold():
-    """mirror holds rows (snapshots load it), history holds events."""
-    assert registry.MODES == ("mirror", "history")
+    """mirror and scd2 hold rows (snapshots load them, verify compares them), history holds
+    events."""
+    assert registry.MODES == ("mirror", "history", "scd2")
     assert registry.holds_rows("mirror") and not registry.holds_rows("history")
+    assert registry.holds_rows("scd2")
 
 
 def test_config_and_registry_import_without_pyspark():

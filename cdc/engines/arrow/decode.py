@@ -46,6 +46,7 @@ shape's answer equal to the one-by-one decoder's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc import formats
+from cdc.engines.arrow import masking as arrow_masking
 from cdc.engines.arrow.casts import arrow_type, cast, cast_column, cast_rows, caster, checked
 from cdc.formats.spec import Shape, Undecided
 from cdc.pg.pgtypes import Column
@@ -110,9 +112,15 @@ def decode(
     """The typed rows of one table's raw events (cdc.pg.batch.EVENT_SCHEMA) of the batch
     ending at tick_id: meta op, ev_id, ev_txid, ev_time and tick_id, then value(i) and
     present(i) per column, as the Spark decoder's rows hold them (cdc.rows); None when any
-    answer is undecided (see the module docstring)."""
+    answer is undecided (see the module docstring). The drift's masking
+    (cdc.targets.masking) applies: excluded columns are read as absent, a masked column is
+    decoded in its source's type, then masked (cdc.engines.arrow.masking)."""
+    masks = drift.masking if drift is not None else None
     try:
-        return _decode(raw, columns, drift, tick_id)
+        if masks is None:
+            return _decode(raw, columns, drift, tick_id)
+        rows = _decode(raw, masks.decoded(columns), drift, tick_id)
+        return arrow_masking.decoded(rows, masks, columns)
     except Undecided as why:
         log.debug("decoded by Spark: %s", why)
         return None
@@ -141,6 +149,11 @@ def _decode(
         raise Undecided("an event without ev_data")
     kinds, ops = _ops(raw.column("ev_type"))
     types = {c.name: c.spark_type for c in columns}
+    # the names events written before a rename carry, read as the column's (Drift.renamed)
+    for old, new in (drift.renamed if drift is not None else {}).items():
+        if new in types:
+            types[old] = types[new]
+    excluded = drift.masking.excludes if drift is not None and drift.masking else None
     ev_data = raw.column("ev_data")
     todo = np.ones(raw.num_rows, dtype=bool)  # not decoded yet
     alone = np.zeros(raw.num_rows, dtype=bool)  # to be decoded one by one
@@ -151,7 +164,7 @@ def _decode(
             break
         row = int(pending[0])
         fmt = formats.FORMATS[kinds[row]]
-        found = _match(fmt, ev_data, row, todo & (kinds == kinds[row]), types)
+        found = _match(fmt, ev_data, row, todo & (kinds == kinds[row]), types, excluded)
         if found is None:  # no shape, or spelled otherwise than the shape spells it
             alone[row] = True
             continue
@@ -179,13 +192,17 @@ def _match(
     row: int,
     candidates: np.ndarray,
     types: dict[str, str],
+    excluded: Callable[[str], bool] | None = None,
 ) -> tuple[tuple[Shape, Shape], np.ndarray] | None:
     """The shape of event ``row``, typed (Shape.typed: columns read straight into their
     types) where that shape matches it, else untyped, with the candidates it matches (row
     among them); and the untyped shape (a typed shape's read may refuse); None when row
-    has no shape its columns hold, or matches none."""
+    has no shape its columns hold (or excluded ones, read as text and left), or matches
+    none."""
     untyped = fmt.driver_shape(ev_data[row].as_py()) if fmt.driver_shape else None
-    if untyped is None or not set(untyped.names) <= types.keys():
+    if untyped is None or not all(
+        n in types or (excluded is not None and excluded(n)) for n in untyped.names
+    ):
         return None
     typed = untyped.typed(types) if untyped.typed else None
     rows = np.flatnonzero(candidates)
@@ -232,8 +249,13 @@ def _decode_shape(
             raise
         log.debug("read as text: %s", why)
         shape, read = untyped, untyped.read(raw.column("ev_data"))
-    texts = dict(zip(shape.names, read, strict=True))
-    typed = {name for name, kind in zip(shape.names, shape.types, strict=False) if kind}
+    renamed = drift.renamed if drift is not None else {}
+    texts = {renamed.get(n, n): t for n, t in zip(shape.names, read, strict=True)}
+    typed = {
+        renamed.get(name, name)
+        for name, kind in zip(shape.names, shape.types, strict=False)
+        if kind
+    }
     nowhere = pa.array(np.zeros(n, dtype=bool))
     present_in = dict.fromkeys(texts, pa.array(np.ones(n, dtype=bool)))
     filled = pc.equal(ops, "I")
@@ -272,6 +294,8 @@ def _decode_each(
     """Events decoded one by one, by their format's driver_map."""
     names = [c.name for c in columns]
     known = set(names)
+    masks = drift.masking if drift is not None else None
+    excluded = masks.excludes if masks is not None and masks.exclude else None
     keys = [c.name for c in columns if c.is_key]
     missing = {names[i]: text for i, text in (drift.missing if drift else {}).items()}
     casts = [caster(c.spark_type) for c in columns]
@@ -284,12 +308,18 @@ def _decode_each(
     )
     for fmt, ev_type, ev_data in rows:
         op, kv = _kv(fmt, ev_type, ev_data)
+        if drift is not None and drift.renamed:
+            kv = {drift.renamed.get(k, k): t for k, t in kv.items()}
         assert fmt is not None
         if missing and (op == "I" or (op == "U" and fmt.full_row)):
             kv = {**{n: t for n, t in missing.items() if n not in kv}, **kv}
         if any(kv.get(k) is None for k in keys):
             raise Undecided("an event without a value for a key column")
-        if op != "D" and not kv.keys() <= known:
+        if (
+            op != "D"
+            and not kv.keys() <= known
+            and (excluded is None or not all(k in known or excluded(k) for k in kv))
+        ):
             raise Undecided("a column the source does not have")
         ops.append(op)
         for i, name in enumerate(names):

@@ -21,20 +21,25 @@ from typing import TYPE_CHECKING, Any
 from cdc import rows as contract
 from cdc.engines import planner
 from cdc.engines.arrow import fold as arrow_fold
+from cdc.engines.arrow import versions as arrow_versions
 from cdc.engines.arrow import write as rules
 from cdc.engines.engine import Declined, Named
 from cdc.pg.pgtypes import Column, arrow_type
+from cdc.rows import value
 from cdc.targets import delta_table
 from cdc.targets.delta import delta_rs
 from cdc.targets.delta.local import LocalTable
 from cdc.targets.table import Commit, TableRef
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import pyarrow as pa
 
+    from cdc.rows import Versioning
     from cdc.targets.merge_plan import Bounds, MergePlan
 
-__all__ = ["ArrowEngine", "after"]
+__all__ = ["ArrowEngine", "after", "time_of"]
 
 log = logging.getLogger("cdc.merge")
 
@@ -47,6 +52,20 @@ def after(rows: pa.Table, ev_id: int) -> pa.Table:
     import pyarrow.compute as pc
 
     return rows.filter(pc.greater(rows.column(contract.meta("ev_id")), ev_id))
+
+
+def time_of(rows: pa.Table, ev_id: int) -> int:
+    """The ev_time of decoded rows' event ev_id, in microseconds since 1970 (Engine.time_of;
+    cdc.engines.shipped too)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    event = rows.filter(pc.equal(rows.column(contract.meta("ev_id")), ev_id))
+    times = event.column(contract.meta("ev_time")).cast(pa.timestamp("us", "UTC"))
+    found = times.cast(pa.int64()).to_pylist()
+    if not found or found[0] is None:
+        raise ValueError(f"no event {ev_id} with a time among the decoded rows")
+    return int(found[0])
 
 
 class ArrowEngine:
@@ -81,18 +100,59 @@ class ArrowEngine:
         return None
 
     # -- a batch's rows
-    def fold(self, rows: pa.Table, columns: list[Column]) -> pa.Table:
+    def fold(self, rows: pa.Table, columns: list[Column], soft: bool = False) -> pa.Table:
         if any(contract.restates_key(c) for c in columns):
             raise Declined("a key compared in a normalised form (numeric text, float)")
-        return arrow_fold.fold_rows(rows, columns)
+        return arrow_fold.fold_rows(rows, columns, soft)
 
     def after(self, rows: pa.Table, ev_id: int) -> pa.Table:
         return after(rows, ev_id)
+
+    def versions(
+        self, rows: pa.Table, columns: list[Column], rules: Versioning, bounds: Bounds | None
+    ) -> pa.Table:
+        if any(contract.restates_key(c) for c in columns):
+            raise Declined("a key compared in a normalised form (numeric text, float)")
+        if rules.truncated_at is not None:
+            raise Declined("a TRUNCATE closes every version")
+        self._fitting(rows.select([contract.meta("ev_time")]))
+        current = delta_rs.current_versions(self._table(), bounds)
+        self._fitting(current)
+        return arrow_versions.versions(rows, current, columns, rules)
+
+    def changes(self, rows: pa.Table, columns: list[Column], at: datetime) -> pa.Table:
+        import numpy as np
+        import pyarrow as pa
+
+        number = pa.array(np.arange(1, rows.num_rows + 1, dtype=np.int64))
+        return pa.table(
+            {
+                contract.meta("op"): pa.array(["U"] * rows.num_rows, pa.string()),
+                contract.meta("ev_id"): number,
+                contract.meta("ev_txid"): number,
+                contract.meta("ev_time"): pa.array([at] * rows.num_rows, arrow_type("timestamp")),
+            }
+            | {value(i): rows.column(c.name) for i, c in enumerate(columns)}
+            | {contract.present(i): pa.array([True] * rows.num_rows) for i in range(len(columns))}
+        )
 
     def upserted(self, folded: pa.Table) -> pa.Table:
         import pyarrow.compute as pc
 
         return folded.filter(pc.equal(folded.column(contract.ACTION), contract.UPSERT))
+
+    def kept(self, folded: pa.Table) -> pa.Table:
+        return folded.filter(folded.column(contract.KEEPS))
+
+    def time_of(self, rows: pa.Table, ev_id: int) -> int:
+        return time_of(rows, ev_id)
+
+    def with_values(self, rows: pa.Table, values: list[tuple[str, str, Any]]) -> pa.Table:
+        import pyarrow as pa
+
+        for name, kind, one in values:
+            rows = rows.append_column(name, pa.array([one] * rows.num_rows, arrow_type(kind)))
+        return rows
 
     def named(self, rows: pa.Table, columns: list[Named]) -> pa.Table:
         import pyarrow as pa
@@ -116,7 +176,9 @@ class ArrowEngine:
         table = self._table()
         if not rules.writable(table, [(n, "") for n, _ in plan.inserts], columns, True):
             raise Declined("delta-rs cannot write this target as Spark would")
-        if rules.bytes_touched(table, columns, rows) > rules.MAX_BYTES:
+        # a TRUNCATE's soft plan marks the rows of every file: every file is touched
+        truncating = plan.soft is not None and plan.soft.truncated_at is not None
+        if rules.bytes_touched(table, columns, None if truncating else rows) > rules.MAX_BYTES:
             raise Declined(f"the MERGE would rewrite over {rules.MAX_BYTES:,} bytes of files")
         self._fitting(rows)
         with self._declining(commit):

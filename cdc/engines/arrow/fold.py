@@ -52,9 +52,9 @@ def _differs(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return out
 
 
-def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
+def fold_rows(rows: pa.Table, columns: list[Column], soft: bool = False) -> pa.Table:
     """One row per key: value(i) per column, ``__has<i>`` per non-key column, ``__action``
-    and ``__reset``, as cdc.engines.spark.fold.fold."""
+    and ``__reset`` (soft: also GONE, GONE_AT and KEEPS), as cdc.engines.spark.fold.fold."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -63,7 +63,7 @@ def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
         raise ValueError("fold_rows: a key column is compared in a normalised form")
     keyed = [i for i, c in enumerate(columns) if c.is_key]
     if rows.num_rows == 0:
-        return _empty(rows, columns)
+        return _empty(rows, columns, soft)
     # rank: each row's position in ev_id order; by_ev: the row of each rank (the rows as
     # decoded are in ev_id order already)
     ev_ids = rows.column(meta("ev_id")).to_numpy()
@@ -118,10 +118,18 @@ def fold_rows(rows: pa.Table, columns: list[Column]) -> pa.Table:
     actions = pa.array([contract.UPSERT, contract.UPDATE_IF_PRESENT, contract.DELETE], pa.string())
     out["__action"] = actions.take(pa.array(action))
     out["__reset"] = pa.array(last_insert >= 0, pa.bool_())
+    if soft:
+        # the time of the key's last DELETE, for a key that is not upserted
+        gone = np.maximum.reduceat(np.where(is_delete, rank, none), key_starts)
+        timed = (action != 0) & (gone >= 0)
+        picked = pa.array(by_ev[np.where(timed, gone, 0)], mask=~timed)
+        out[contract.GONE] = pa.array(action == 2, pa.bool_())
+        out[contract.GONE_AT] = rows.column(meta("ev_time")).take(picked)
+        out[contract.KEEPS] = pa.array((action == 0) | ((action == 2) & (last_insert >= 0)))
     return pa.table(out)
 
 
-def _empty(rows: pa.Table, columns: list[Column]) -> pa.Table:
+def _empty(rows: pa.Table, columns: list[Column], soft: bool = False) -> pa.Table:
     """fold_rows of no rows: its columns, no row."""
     import pyarrow as pa
 
@@ -131,4 +139,10 @@ def _empty(rows: pa.Table, columns: list[Column]) -> pa.Table:
         if not c.is_key:
             fields.append(pa.field(f"__has{i}", pa.bool_()))
     fields += [pa.field("__action", pa.string()), pa.field("__reset", pa.bool_())]
+    if soft:
+        fields += [
+            pa.field(contract.GONE, pa.bool_()),
+            pa.field(contract.GONE_AT, rows.schema.field(meta("ev_time")).type),
+            pa.field(contract.KEEPS, pa.bool_()),
+        ]
     return pa.schema(fields).empty_table()

@@ -17,7 +17,11 @@ declines and Spark writes. The path is taken only where delta-rs writes what Spa
 
 - the target is on a local path, its protocol has only features delta-rs writes correctly
   (``WRITABLE_FEATURES``; never deletion vectors: delta-rs 1.6 neither reads nor refuses
-  them, and would bring back the rows they delete);
+  them, and would bring back the rows they delete). Neither is the change data feed (delta-rs
+  1.6 writes a MERGE's change data as Spark does, but fails a MERGE in which a source row
+  matches no clause, such as the delete of a key the target lacks, on a table with a NOT NULL
+  column) nor liquid clustering (it refuses the ``clustering`` and ``domainMetadata``
+  features): the route planner sends such targets to Spark (cdc.engines.planner);
 - the files the MERGE may rewrite hold at most ``MAX_BYTES`` (a MERGE without deletion
   vectors rewrites the files it touches): with an integer or date first key, the files whose
   statistics overlap the batch's first-key range (``bytes_touched``; the MERGE plan is given

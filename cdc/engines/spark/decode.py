@@ -27,6 +27,7 @@ from pyspark.sql.types import ArrayType, MapType, StringType
 
 from cdc import casts, formats
 from cdc.engines.spark import formats as spark_formats
+from cdc.engines.spark import masking as spark_masking
 from cdc.formats import Format
 from cdc.pg import pgarray
 from cdc.pg.pgtypes import Column
@@ -195,9 +196,15 @@ def decode_table(
     of a bad event, and the raw event only for bad ones. Call Decoded.release() when done.
     batch_formats: as for with_op_and_map. drift (cdc.targets.schema_drift): the source's
     schema against the target's: columns carry the types written, and its checks come before
-    the cast's."""
+    the cast's; its masking (cdc.targets.masking) applies: excluded columns are read as
+    absent, a masked column is decoded in its source's type (a value that does not cast
+    makes a bad event, as any), then masked (cdc.engines.spark.masking)."""
     keys = [c.name for c in columns if c.is_key]
     kv = F.col("kv")
+    masks = drift.masking if drift is not None else None
+    masked = masks.at(columns) if masks is not None else {}
+    if masks is not None:
+        columns = masks.decoded(columns)
     slots = [(c, value(i)) for i, c in enumerate(columns)]
     typed = with_op_and_map(events, batch_formats)
     if drift is not None:
@@ -244,7 +251,12 @@ def decode_table(
         .withColumn("__keys", F.map_keys(kv))
         .select(
             *[F.col(n).alias(meta(n)) for n in META],
-            *[s for _, s in slots],
+            *[
+                spark_masking.masked(F.col(s), masked[i], masks).alias(s)
+                if i in masked and masks is not None
+                else F.col(s)
+                for i, (_, s) in enumerate(slots)
+            ],
             *[
                 F.coalesce(F.array_contains("__keys", c.name), F.lit(False)).alias(present(i))
                 for i, c in enumerate(columns)

@@ -21,17 +21,20 @@ from cdc.engines import planner
 from cdc.engines.arrow import write as arrow_rules
 from cdc.engines.engine import Named
 from cdc.engines.spark import fold as spark_fold
+from cdc.engines.spark import versions as spark_versions
 from cdc.pg.pgtypes import Column
-from cdc.rows import match_key, value
+from cdc.rows import Versioning, match_key, value
 from cdc.targets import delta_table
-from cdc.targets.delta import delta_rs
+from cdc.targets.delta import delta_rs, spark_sql
 from cdc.targets.delta.local import LocalTable
 from cdc.targets.table import Commit, TableRef, quote
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from cdc.targets.merge_plan import Bounds, MergePlan
 
-__all__ = ["SparkEngine", "after", "named"]
+__all__ = ["SparkEngine", "after", "named", "time_of"]
 
 log = logging.getLogger("cdc.merge")
 
@@ -39,6 +42,16 @@ log = logging.getLogger("cdc.merge")
 def after(rows: DataFrame, ev_id: int) -> DataFrame:
     """Decoded rows after the event ev_id (Engine.after; cdc.engines.collected too)."""
     return rows.where(F.col(contract.meta("ev_id")) > ev_id)
+
+
+def time_of(rows: DataFrame, ev_id: int) -> int:
+    """The ev_time of decoded rows' event ev_id, in microseconds since 1970 (Engine.time_of;
+    cdc.engines.collected too)."""
+    at = F.unix_micros(F.col(contract.meta("ev_time")))
+    found = rows.where(F.col(contract.meta("ev_id")) == ev_id).select(at).first()
+    if found is None or found[0] is None:
+        raise ValueError(f"no event {ev_id} with a time among the decoded rows")
+    return int(found[0])
 
 
 def named(rows: DataFrame, columns: list[Named]) -> DataFrame:
@@ -57,14 +70,46 @@ class SparkEngine:
         self._local = local
 
     # -- a batch's rows
-    def fold(self, rows: DataFrame, columns: list[Column]) -> DataFrame:
-        return spark_fold.fold(rows, columns)
+    def fold(self, rows: DataFrame, columns: list[Column], soft: bool = False) -> DataFrame:
+        return spark_fold.fold(rows, columns, soft)
 
     def after(self, rows: DataFrame, ev_id: int) -> DataFrame:
         return after(rows, ev_id)
 
+    def versions(
+        self, rows: DataFrame, columns: list[Column], rules: Versioning, bounds: Bounds | None
+    ) -> DataFrame:
+        current = delta_table.read(self.spark, self.ref).where(F.col(contract.CURRENT))
+        if bounds is not None:  # prunes the files read
+            current = current.alias("t").where(F.expr(spark_sql.between(bounds)))
+        time = None
+        if rules.truncated_at is not None:
+            at = rows.where(F.col(contract.meta("ev_id")) == rules.truncated_at)
+            time = F.lit(at.agg(F.max(contract.meta("ev_time"))).first()[0])
+        return spark_versions.versions(rows, current, columns, rules, time)
+
+    def changes(self, rows: DataFrame, columns: list[Column], at: datetime) -> DataFrame:
+        number = F.monotonically_increasing_id() + 1
+        return rows.select(
+            F.lit("U").alias(contract.meta("op")),
+            number.alias(contract.meta("ev_id")),
+            number.alias(contract.meta("ev_txid")),
+            F.lit(at).cast("timestamp").alias(contract.meta("ev_time")),
+            *[F.col(quote(c.name)).alias(value(i)) for i, c in enumerate(columns)],
+            *[F.lit(True).alias(contract.present(i)) for i in range(len(columns))],
+        )
+
     def upserted(self, folded: DataFrame) -> DataFrame:
         return folded.where(F.col(contract.ACTION) == contract.UPSERT)
+
+    def kept(self, folded: DataFrame) -> DataFrame:
+        return folded.where(F.col(contract.KEEPS))
+
+    def time_of(self, rows: DataFrame, ev_id: int) -> int:
+        return time_of(rows, ev_id)
+
+    def with_values(self, rows: DataFrame, values: list[tuple[str, str, Any]]) -> DataFrame:
+        return rows.select("*", *[F.lit(v).cast(t).alias(n) for n, t, v in values])
 
     def named(self, rows: DataFrame, columns: list[Named]) -> DataFrame:
         return named(rows, columns)
@@ -138,7 +183,9 @@ class SparkEngine:
         )
 
     def merge_chunk(self, rows: DataFrame, columns: list[Column], plan: MergePlan) -> None:
-        delta_table.merge(self.spark, self.ref, self._source(rows, columns), plan)
+        # a versioned target's plan takes versioned rows (cdc.rows) as they are
+        source = rows if plan.target_flag is not None else self._source(rows, columns)
+        delta_table.merge(self.spark, self.ref, source, plan)
 
     def _deletion_vectors_when_outgrown(self) -> None:
         local = self._local or LocalTable.reach(self.ref)

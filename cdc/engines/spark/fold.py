@@ -57,6 +57,9 @@ from pyspark.sql import functions as F
 from cdc.pg.pgtypes import Column
 from cdc.rows import (
     DELETE,
+    GONE,
+    GONE_AT,
+    KEEPS,
     UPDATE_IF_PRESENT,
     UPSERT,
     is_numeric_text,
@@ -78,10 +81,11 @@ def norm_numeric(text: SparkColumn) -> SparkColumn:
     return F.when(stripped == "-0", F.lit("0")).otherwise(stripped)
 
 
-def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
+def fold(rows: DataFrame, columns: list[Column], soft: bool = False) -> DataFrame:
     """One row per key: per column its value (``value(i)``) and whether the batch sets it
     (``__has<i>``), ``__action`` (UPSERT, DELETE or UPDATE_IF_PRESENT), ``__reset`` (the
-    key has an INSERT: its columns start from it), and ``match_key(i)`` for restated keys.
+    key has an INSERT: its columns start from it), and ``match_key(i)`` for restated keys;
+    soft (a target that keeps deleted rows): also GONE, GONE_AT and KEEPS (cdc.rows).
 
     Two aggregations, no window: per key and transaction, then per key."""
     op, ev_id = F.col(meta("op")), F.col(meta("ev_id"))
@@ -103,6 +107,12 @@ def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
         F.max_by(op, F.when(resets, ev_id)).alias("__reset_op"),
         F.max(F.when(op == "I", ev_id)).alias("__insert_id"),
     ]
+    if soft:  # the time of the transaction's last DELETE (a transaction's events share it)
+        deleted = F.when(op == "D", ev_id)
+        per_txn += [
+            F.max_by(F.col(meta("ev_time")), deleted).alias("__gone_time"),
+            F.max(deleted).alias("__gone_id"),
+        ]
     n, reset_id = F.col("__n"), F.col("__reset_id")
     # a transaction decides the key's existence unless it moved a row in and the row that
     # held the key out (net 0, its last INSERT / DELETE a DELETE): then it keeps it as it was
@@ -112,6 +122,8 @@ def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
         F.max(reset_id).alias("__reset_id"),
         F.max("__insert_id").alias("__last_insert"),
     ]
+    if soft:
+        per_key.append(F.max_by("__gone_time", "__gone_id").alias("__gone_time"))
     for i, c in enumerate(columns):
         if restates_key(c):
             at = F.when(op != "D", ev_id)
@@ -144,4 +156,11 @@ def fold(rows: DataFrame, columns: list[Column]) -> DataFrame:
         has = at.isNotNull() & (ins.isNull() | (at >= ins))
         out += [F.when(has, F.col(f"__last{i}")).alias(value(i)), has.alias(f"__has{i}")]
     out += [action.alias("__action"), ins.isNotNull().alias("__reset")]
+    if soft:
+        upsert, delete = action == F.lit(UPSERT), action == F.lit(DELETE)
+        out += [
+            delete.alias(GONE),
+            F.when(~upsert, F.col("__gone_time")).alias(GONE_AT),
+            (upsert | (delete & ins.isNotNull())).alias(KEEPS),
+        ]
     return grouped.select(*out)

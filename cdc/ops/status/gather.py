@@ -66,6 +66,7 @@ def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Sta
             names = [f.name for f in table.table.schema().fields]
             state.mapping_unneeded = state.column_mapping and not any(map(needs_mapping, names))
             state.readers = readers.verdicts(table)
+            state.type_widening = readers.TYPE_WIDENING in table.features()
         state.quarantined = quarantined.get(t.source, 0)
         if consumer.dead_letters is not None:
             state.dead_letters = consumer.dead_by_table.get(t.source, 0)

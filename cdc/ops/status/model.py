@@ -79,6 +79,8 @@ class TableState:
     snapshot_reason: str | None = None  # why it failed
     column_mapping: bool = False  # its column names are mapped (cdc.targets.readers)
     mapping_unneeded: bool = False  # mapped, though none of its column names needs it
+    # a column was widened with Delta's typeWidening feature (cdc.targets.schema_changes)
+    type_widening: bool = False
     readers: dict[str, str] = field(default_factory=dict)  # reader -> safe, refuses, wrong
 
 

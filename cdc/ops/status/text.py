@@ -105,6 +105,7 @@ def render(status: Status) -> str:
             f" (its events go to the quarantine; fix the cause, then `cdc resync {t.source}`)"
         )
     lines += [_mapping(t) for t in status.tables if t.column_mapping]
+    lines += [_widened(t) for t in status.tables if t.type_widening]
     for t in status.tables:
         if t.snapshot == snapshots.FAILED:
             lines.append(
@@ -124,11 +125,23 @@ def _mapping(t: TableState) -> str:
         text += f"; refused by {by[readers.REFUSES]}"
     if t.mapping_unneeded:
         text += (
-            "; none of its column names needs mapping (a target made by an earlier version):"
+            "; none of its column names needs mapping (a target made by an earlier version,"
+            " or one with a renamed column):"
             " setting its delta.columnMapping.mode to 'none' lets every reader read it"
             " (docs/operations.md, which readers read which tables)"
         )
     return text
+
+
+def _widened(t: TableState) -> str:
+    """What a table a column was widened in with Delta's typeWidening feature means."""
+    by = {v: ", ".join(r for r, found in t.readers.items() if found == v) for v in readers.VERDICTS}
+    return (
+        f"TYPE WIDENING {t.target}: a column was widened with Delta's typeWidening feature"
+        f' (type_changes = "widen", or the default for a table past its size): read it with'
+        f" {by[readers.SAFE]}; refused by {by[readers.REFUSES]}; Spark writes it"
+        " (docs/drain.md, Type changes)"
+    )
 
 
 def _pending(c: ConsumerState) -> str:

@@ -8,6 +8,8 @@ in one place. Callers use the names cdc.targets.delta_table gathers from these m
 - ``local``: ``LocalTable``, a table on a local path read with delta-rs, without a JVM;
 - ``delta_rs``: writes by delta-rs (a MERGE plan rendered to its builder and DataFusion SQL,
   an append, a look at a key range);
+- ``reshape``: a column renamed in place (column mapping turned on for it), and the table
+  rewritten with wider column types in one commit (cdc.targets.schema_changes decides);
 - ``commits``: the commit identity (txnAppId / txnVersion: a write given a Commit is skipped
   when its appId already committed its version), Delta's concurrent-commit conflicts
   (``retry_conflicts``), and reads of the log's files.

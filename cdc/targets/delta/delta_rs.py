@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cdc.rows import CURRENT
 from cdc.targets.merge_plan import (
     ALWAYS,
     EXACT,
@@ -25,6 +26,7 @@ from cdc.targets.merge_plan import (
     Bounds,
     MergePlan,
     SetColumn,
+    SoftDeletes,
     SourceIs,
 )
 from cdc.targets.table import Commit
@@ -78,6 +80,8 @@ def on(plan: MergePlan) -> str:
     if inexact:
         raise ValueError(f"delta-rs compares keys exactly, not {', '.join(inexact)}")
     parts = [f"t.{ident(key.target)} = s.{key.source}" for key in plan.keys]
+    if plan.target_flag is not None:
+        parts.append(f"t.{ident(plan.target_flag)}")
     if plan.bounds is not None:
         parts.append(between(plan.bounds))
     return " and ".join(parts)
@@ -129,11 +133,33 @@ def merge(table: LocalTable, rows: pa.Table, plan: MergePlan, commit: Commit | N
         error_on_type_mismatch=True,
         commit_properties=_marks(commit),
     )
+    if plan.soft is not None:
+        _soft(merger, plan, plan.soft).execute()
+        return
     if plan.delete_when is not None:
         merger = merger.when_matched_delete(_condition(plan.delete_when))
     if plan.updates:
         merger = merger.when_matched_update(updates(plan))
     merger.when_not_matched_insert(inserts(plan), _condition(plan.insert_when)).execute()
+
+
+def _soft(merger: Any, plan: MergePlan, soft: SoftDeletes) -> Any:
+    """The clauses of a plan that marks deleted rows (cdc.targets.merge_plan's docstring, in
+    its order), as cdc.targets.delta.spark_sql.soft_clauses renders them."""
+    sets = updates(plan)
+    flag, at, gone_at = ident(soft.flag), ident(soft.at), f"s.{soft.gone_at}"
+    marked = " or ".join(_condition(c) or "" for c in soft.marked_when)
+    merger = merger.when_matched_update({**sets, flag: "true", at: gone_at}, f"({marked})")
+    if soft.kept_when is not None:
+        kept = f"{_condition(soft.kept_when)} and t.{flag}"
+        merger = merger.when_matched_update({**sets, at: gone_at}, kept)
+    merger = merger.when_matched_update({**sets, flag: "false", at: "null"})
+    row = {**inserts(plan), flag: f"s.{soft.gone}", at: gone_at}
+    merger = merger.when_not_matched_insert(row, f"s.{soft.keeps}")
+    if soft.truncated_at is not None:
+        time = f"arrow_cast({int(soft.truncated_at)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
+        merger = merger.when_not_matched_by_source_update({flag: "true", at: time}, f"not t.{flag}")
+    return merger
 
 
 def append(
@@ -152,6 +178,17 @@ def append(
         mode="append",
         commit_properties=_marks(commit),
     )
+
+
+def current_versions(table: LocalTable, bounds: Bounds | None) -> pa.Table:
+    """A versioned table's current versions (cdc.targets.scd2), within the bounds when given
+    (the files whose statistics lie outside them are not read)."""
+    import pyarrow as pa
+    from deltalake import QueryBuilder
+
+    where = ident(CURRENT) + (f" and {between(bounds, alias='')}" if bounds else "")
+    found = QueryBuilder().register("t", table.table).execute(f"select * from t where {where}")
+    return pa.RecordBatchReader.from_stream(found).read_all()
 
 
 def holds_none_between(table: LocalTable, bounds: Bounds) -> bool:

@@ -246,17 +246,23 @@ class LocalTable:
         touched = pc.invert(pc.fill_null(outside, False))
         return int(pc.sum(sizes.filter(touched)).as_py() or 0)
 
-    def rows(self) -> int:
+    def rows(self) -> int | None:
         """Its live rows: each file's record count from the log less the rows its deletion
         vector removes (delta-rs' ``count()`` counts those too); a count over the table when
-        a file has no statistics."""
+        a file has no statistics. None when delta-rs cannot tell: it refuses to read the
+        deletion vectors, or the table, of one with Delta's typeWidening feature."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        features = self.features()
         records = pa.table(self._table.get_add_actions()).column("num_records")
+        if "typeWidening" in features and (records.null_count or "deletionVectors" in features):
+            return None
         if records.null_count:
             [row] = self.query("t", "select count(*) as n from t")
             return int(row["n"])
+        if "deletionVectors" not in features:
+            return int(pc.sum(records).as_py() or 0)
         vectors = pa.table(self._table.deletion_vectors()).column("selection_vector")
         deleted = pc.sum(pc.invert(pc.list_flatten(vectors))).as_py() if len(vectors) else 0
         return int(pc.sum(records).as_py() or 0) - int(deleted or 0)

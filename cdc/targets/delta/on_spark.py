@@ -17,6 +17,7 @@ from cdc.targets import catalog
 from cdc.targets.delta import object_store, spark_sql
 from cdc.targets.delta.commits import committing, is_commit_file
 from cdc.targets.delta.local import COLUMN_MAPPING, LocalTable, is_mapped, local_path
+from cdc.targets.layout import Layout
 from cdc.targets.merge_plan import Bounds, MergePlan
 from cdc.targets.table import Commit, TableRef, quote
 
@@ -29,11 +30,13 @@ __all__ = [
     "exists",
     "files",
     "holds_none_between",
+    "keep_properties",
     "merge",
     "needs_mapping",
     "optimize",
     "overwrite",
     "properties",
+    "purge_marked",
     "read",
     "retype",
     "schema",
@@ -115,19 +118,31 @@ def clear_uncommitted_log(spark: SparkSession, location: str) -> None:
 
 
 def ensure(
-    spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]], key: list[str]
+    spark: SparkSession,
+    ref: TableRef,
+    columns: list[tuple[str, str]],
+    key: list[str],
+    layout: Layout | None = None,
 ) -> None:
     """Creates the table (the key columns not nullable; deletion vectors on unless delta-rs
-    reaches it: a local path or object storage), or adds the columns it lacks."""
+    reaches it: a local path or object storage) laid out as layout says (clustered or
+    partitioned, its properties, column comments: cdc.targets.layout), or adds the columns
+    it lacks and sets the layout's properties it lacks."""
     from delta.tables import DeltaTable
 
+    layout = layout or Layout()
     if not exists(spark, ref):
         if ref.is_path:
             clear_uncommitted_log(spark, ref.location)
         builder = DeltaTable.createIfNotExists(spark)
         builder = builder.location(ref.location) if ref.is_path else builder.tableName(ref.location)
         for name, spark_type in columns:
-            builder = builder.addColumn(name, spark_type, nullable=name not in key)
+            comment = layout.comment(name)
+            builder = builder.addColumn(name, spark_type, nullable=name not in key, comment=comment)
+        if layout.cluster_by:
+            builder = builder.clusterBy(*layout.cluster_by)
+        if layout.partition_by:
+            builder = builder.partitionedBy(*layout.partition_by)
         if any(needs_mapping(name) for name, _ in columns):
             builder = builder.property(COLUMN_MAPPING, "name")
         if local_path(ref) is None and not object_store.is_object_store(ref.location):
@@ -135,12 +150,16 @@ def ensure(
             # a MERGE that deletes or updates a few rows marks them instead of rewriting
             # whole files
             builder = builder.property(DELETION_VECTORS, "true")
+        for name, value in layout.properties:  # the file's, over the defaults above
+            builder = builder.property(name, value)
         builder.execute()
         if ref.name:  # a catalog target: its name in the catalog, from now on
             catalog.register_table(spark, ref)
         return
     existing = {f.name.lower() for f in schema(spark, ref).fields}
-    add_columns(spark, ref, [(n, t) for n, t in columns if n.lower() not in existing])
+    missing = [(n, t) for n, t in columns if n.lower() not in existing]
+    add_columns(spark, ref, missing, dict(layout.comments))
+    keep_properties(spark, ref, dict(layout.properties))
 
 
 def needs_mapping(name: str) -> bool:
@@ -149,15 +168,25 @@ def needs_mapping(name: str) -> bool:
     return not UNSTORABLE.isdisjoint(name)
 
 
-def add_columns(spark: SparkSession, ref: TableRef, columns: list[tuple[str, str]]) -> None:
-    """Adds the columns; one whose name needs column mapping turns it on first, in place
-    (the table's protocol is upgraded; its columns keep their names in the files)."""
+def add_columns(
+    spark: SparkSession,
+    ref: TableRef,
+    columns: list[tuple[str, str]],
+    comments: dict[str, str] | None = None,
+) -> None:
+    """Adds the columns (with their comments, when given); one whose name needs column
+    mapping turns it on first, in place (the table's protocol is upgraded; its columns keep
+    their names in the files)."""
     if not columns:
         return
     if any(needs_mapping(n) for n, _ in columns) and not is_mapped(properties(spark, ref)):
         set_properties(spark, ref, {COLUMN_MAPPING: "name"})
         log.info("%s: column mapping by name turned on for a new column's name", ref.location)
-    cols = ", ".join(f"{quote(n)} {t}" for n, t in columns)
+    notes = comments or {}
+    cols = ", ".join(
+        f"{quote(n)} {t}" + (f" comment '{spark_sql.text(notes[n])}'" if n in notes else "")
+        for n, t in columns
+    )
     spark.sql(f"alter table {ref.sql_name} add columns ({cols})")
 
 
@@ -167,6 +196,22 @@ def properties(spark: SparkSession, ref: TableRef) -> dict[str, str]:
         return local.properties()
     rows = spark.sql(f"show tblproperties {ref.sql_name}").collect()
     return {r[0]: r[1] for r in rows}
+
+
+def keep_properties(
+    spark: SparkSession, ref: TableRef, wanted: dict[str, str], known: dict[str, str] | None = None
+) -> None:
+    """Sets the wanted properties the table lacks or holds another value of (known: its
+    properties, when read already), in one commit; nothing when it holds them all."""
+    if not wanted:
+        return
+    held = properties(spark, ref) if known is None else known
+    held = {k.lower(): v for k, v in held.items()}  # Delta spells its own keys its way
+    todo = {k: v for k, v in wanted.items() if held.get(k.lower()) != v}
+    if todo:
+        set_properties(spark, ref, todo)
+        pairs = ", ".join(f"{k}={v}" for k, v in todo.items())
+        log.info("%s: properties set: %s", ref.location, pairs)
 
 
 def enable_deletion_vectors(spark: SparkSession, ref: TableRef) -> None:
@@ -242,6 +287,17 @@ def merge(
         spark.sql(spark_sql.statement(plan, ref.sql_name, view))
 
 
+def purge_marked(spark: SparkSession, ref: TableRef, flag: str, at: str, before: int) -> int:
+    """Deletes the rows marked deleted (the boolean column flag) at a time (the timestamp
+    column at) before ``before``, in microseconds since 1970 (UTC), in one commit; returns
+    how many rows it deleted."""
+    found = spark.sql(
+        f"delete from {ref.sql_name} where {quote(flag)}"
+        f" and {quote(at)} < timestamp_micros({int(before)})"
+    ).collect()
+    return int(found[0][0]) if found else 0
+
+
 def holds_none_between(spark: SparkSession, ref: TableRef, bounds: Bounds) -> bool:
     """Whether the table holds no row within the bounds (files whose statistics lie outside
     them are not read)."""
@@ -259,7 +315,13 @@ def files(spark: SparkSession, ref: TableRef) -> int:
 
 
 def optimize(spark: SparkSession, ref: TableRef, zorder: str | None = None) -> None:
-    """Compacts the table's files (ordered by the zorder column, when given)."""
+    """Compacts the table's files, ordered by the zorder column when given; a
+    liquid-clustered table's are clustered by its clustering columns instead (Delta refuses
+    ZORDER BY on it), and a partition column is not ZORDERed by (Delta refuses that too)."""
+    if zorder is not None:
+        found = spark.sql(f"describe detail {ref.sql_name}").collect()[0]
+        if found["clusteringColumns"] or zorder in (found["partitionColumns"] or []):
+            zorder = None
     order = f" zorder by ({quote(zorder)})" if zorder is not None else ""
     spark.sql(f"optimize {ref.sql_name}{order}").collect()
 

@@ -19,11 +19,21 @@ from cdc.targets.merge_plan import (
     Bounds,
     MergePlan,
     SetColumn,
+    SoftDeletes,
     SourceIs,
 )
 from cdc.targets.table import quote
 
-__all__ = ["between", "clauses", "literal", "norm_numeric", "on", "statement", "text"]
+__all__ = [
+    "between",
+    "clauses",
+    "literal",
+    "norm_numeric",
+    "on",
+    "soft_clauses",
+    "statement",
+    "text",
+]
 
 
 def text(value: str) -> str:
@@ -65,6 +75,8 @@ def on(plan: MergePlan) -> str:
         if key.form == NUMERIC_TEXT:
             target = norm_numeric(target)
         parts.append(f"{target} = s.{key.source}")
+    if plan.target_flag is not None:
+        parts.append(f"t.{quote(plan.target_flag)}")
     if plan.bounds is not None:
         parts.append(between(plan.bounds))
     return " and ".join(parts)
@@ -85,7 +97,10 @@ def _condition(condition: SourceIs | None) -> str:
 
 
 def clauses(plan: MergePlan) -> str:
-    """The WHEN clauses: delete, update, insert, each as the plan says."""
+    """The WHEN clauses: delete, update, insert, each as the plan says (a plan that marks
+    deleted rows: soft_clauses)."""
+    if plan.soft is not None:
+        return soft_clauses(plan, plan.soft)
     out = []
     if plan.delete_when is not None:
         out.append(f"when matched{_condition(plan.delete_when)} then delete")
@@ -96,6 +111,34 @@ def clauses(plan: MergePlan) -> str:
     out.append(
         f"when not matched{_condition(plan.insert_when)} then insert ({names}) values ({values})"
     )
+    return " ".join(out)
+
+
+def soft_clauses(plan: MergePlan, soft: SoftDeletes) -> str:
+    """The WHEN clauses of a plan that marks deleted rows (cdc.targets.merge_plan's
+    docstring, in its order)."""
+    sets = [_set(column) for column in plan.updates]
+    flag, at, gone_at = quote(soft.flag), quote(soft.at), f"s.{soft.gone_at}"
+    marked = " or ".join(f"s.{c.column} = '{text(c.value)}'" for c in soft.marked_when)
+    out = [
+        f"when matched and ({marked}) then update set "
+        + ", ".join([*sets, f"{flag} = true", f"{at} = {gone_at}"])
+    ]
+    if soft.kept_when is not None:
+        out.append(
+            f"when matched{_condition(soft.kept_when)} and t.{flag} then update set "
+            + ", ".join([*sets, f"{at} = {gone_at}"])
+        )
+    revived = [*sets, f"{flag} = false", f"{at} = null"]
+    out.append("when matched then update set " + ", ".join(revived))
+    names = ", ".join([*(quote(target) for target, _ in plan.inserts), flag, at])
+    values = ", ".join([*(f"s.{source}" for _, source in plan.inserts), f"s.{soft.gone}", gone_at])
+    out.append(f"when not matched and s.{soft.keeps} then insert ({names}) values ({values})")
+    if soft.truncated_at is not None:
+        out.append(
+            f"when not matched by source and not t.{flag} then update set {flag} = true,"
+            f" {at} = timestamp_micros({int(soft.truncated_at)})"
+        )
     return " ".join(out)
 
 
