@@ -458,8 +458,10 @@ def plot(facts: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, len(engines), figsize=(5.2 * len(engines), 4.2), squeeze=False)
     colors = {"mirror": "#4C72B0", "soft": "#55A868", "scd2": "#DD8452", "scd2_tomb": "#C44E52"}
     width = 0.8 / len(modes)
-    top = max(s[t]["events_per_s"] for s in facts["summary"].values() for t in TEMPERS)
     for ax, engine in zip(axes[0], engines, strict=True):
+        top = max(
+            facts["summary"][f"{m}/{engine}"][t]["events_per_s"] for m in modes for t in TEMPERS
+        )
         for n, mode in enumerate(modes):
             entry = facts["summary"][f"{mode}/{engine}"]
             xs = [i + (n - (len(modes) - 1) / 2) * width for i in range(len(TEMPERS))]

@@ -72,9 +72,10 @@ REWRITE, WIDEN = "rewrite", "widen"
 # The default's bound (type_changes unset): a table up to this size is rewritten, a larger
 # one widened. A rewrite reads and writes the whole table in the batch that meets the
 # change, once; widening leaves it unreadable by delta-rs for good. Measured by
-# bench.rewrite on a local master of 2 cores shared with other jobs (load average 17):
-# 1.13 GiB of files rewritten in 176 s, 0.19 GiB in 41 s (about 13 s plus 143 s per GiB):
-# up to 1 GiB, the batch waits under three minutes on such a machine.
+# bench.rewrite on a local master of 2 cores (other jobs running, load average about 5):
+# 1.13 GiB of files rewritten in 52 s, 0.19 GiB in 12 s (about 4 s plus 42 s per GiB),
+# so a table at this bound holds its batch about a minute, once; under a load average of
+# 17 the same took 176 s and 41 s.
 REWRITE_MAX_BYTES = 1 << 30
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 TYPE_WIDENING = ("delta.enableTypeWidening", "delta.feature.typeWidening")
