@@ -44,11 +44,8 @@ def test_copy_reader_returns_exactly_the_batch(conn: psycopg.Connection, dsn: st
         assert g[1] == e[1].astimezone(dt.UTC)
 
 
-def test_copy_reader_across_many_small_blocks(conn, dsn, monkeypatch) -> None:
+def test_copy_reader_across_many_small_blocks(conn, dsn) -> None:
     """Rows with quoted newlines, some larger than the reader's block, come out whole."""
-    from cdc.pg import batch as batch_module
-
-    monkeypatch.setattr(batch_module, "CSV_BLOCK", 512)
     Queue(conn, "q").create()
     Consumer(conn, "q", "c").register()
     conn.execute(
@@ -59,7 +56,7 @@ def test_copy_reader_across_many_small_blocks(conn, dsn, monkeypatch) -> None:
     source = Consumer.for_source(conn, config.Source(dsn=dsn, queue="q", consumer="c"))
     source.tick()
     batch = source.next_batch()
-    batches = list(batch.arrow())
+    batches = list(batch.arrow(512))
     assert len(batches) > 10
     data = [v for b in batches for v in b.column("ev_data").to_pylist()]
     expected = [
