@@ -93,7 +93,19 @@ LABELS = {
 }
 ENGINES = ("arrow", "spark")
 TEMPERS = ("cold", "warm")
+# what the summary shows: each drain's events/s, and the warm drain's after its first batch
+# (which creates the targets, with Spark, in every mode): the update and delete rounds
+MEASURES = ("cold", "warm", "later")
+MEASURE_LABELS = {"cold": "cold", "warm": "warm", "later": "warm, later batches"}
 DELETED = "id % 5 < 2"  # the last round's deletes: 40% of the keys
+# what delta-rs says each MERGE did (the metrics its execute() returns), summed
+MERGE_METRICS = (
+    "num_target_rows_copied",
+    "num_target_rows_updated",
+    "num_target_rows_inserted",
+    "num_target_files_added",
+    "num_target_files_removed",
+)
 
 
 def updated(round_: int) -> str:
@@ -175,11 +187,13 @@ def _pipeline(
 
 
 class Timers:
-    """Seconds and calls per step, summed over the threads that apply the tables."""
+    """Seconds and calls per step, summed over the threads that apply the tables, and counts
+    (delta-rs' MERGE metrics)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.calls: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def add(self, name: str, seconds: float) -> None:
@@ -187,10 +201,15 @@ class Timers:
             self.seconds[name] = self.seconds.get(name, 0.0) + seconds
             self.calls[name] = self.calls.get(name, 0) + 1
 
-    def take(self) -> dict[str, dict[str, float]]:
+    def count(self, name: str, n: int) -> None:
         with self._lock:
-            out = {n: {"s": s, "calls": self.calls[n]} for n, s in sorted(self.seconds.items())}
-            self.seconds, self.calls = {}, {}
+            self.counts[name] = self.counts.get(name, 0) + n
+
+    def take(self) -> dict[str, dict[str, Any]]:
+        """What was timed and counted since the last take."""
+        with self._lock:
+            out = {"seconds": self.seconds, "calls": self.calls, "counts": self.counts}
+            self.seconds, self.calls, self.counts = {}, {}, {}
         return out
 
     def wrap(self, owner: Any, attribute: str, name: str) -> None:
@@ -209,6 +228,8 @@ class Timers:
 
 def install_timers(timers: Timers, profile: bool) -> None:
     """Timers around the steps of both engines; profile: Spark's versions materialised."""
+    from deltalake.table import TableMerger
+
     from cdc.engines.arrow import engine as arrow_engine
     from cdc.engines.arrow import fold as arrow_fold
     from cdc.engines.arrow import versions as arrow_versions
@@ -221,6 +242,16 @@ def install_timers(timers: Timers, profile: bool) -> None:
     timers.wrap(arrow_fold, "fold_rows", "arrow: fold")
     timers.wrap(arrow_engine.ArrowEngine, "merge", "arrow: MERGE (delta-rs)")
     timers.wrap(arrow_engine.ArrowEngine, "append", "arrow: append (delta-rs)")
+    timers.wrap(TableMerger, "execute", "arrow: delta-rs MERGE execute")
+    execute = TableMerger.execute
+
+    def counted(self: Any) -> Any:
+        metrics = execute(self)
+        for name in MERGE_METRICS:
+            timers.count(name, int(metrics.get(name) or 0))
+        return metrics
+
+    TableMerger.execute = counted
     timers.wrap(delta_table, "merge", "spark: MERGE (Delta)")
     timers.wrap(delta_table, "append", "spark: append (Delta)")
     if profile:
@@ -330,6 +361,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                     "events": stats.events,
                     "seconds": now - last[0],
                     **{p: stats.phases.get(p, 0.0) for p in drain_bench.PHASES},
+                    "steps": timers.take(),
                 }
             )
             last[0] = now
@@ -344,7 +376,6 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             started = last[0] = time.monotonic()
             drain.run(on_batch=record)
             seconds = time.monotonic() - started
-        steps = timers.take()
         if args.max_events == 1 and len(batches) != args.updates + 2:
             raise BenchError(f"{consumer}: {len(batches)} batches, not one per round")
         out[consumer] = {
@@ -352,11 +383,21 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             "seconds": seconds,
             "batches": batches,
             "phases": {p: sum(b[p] for b in batches) for p in drain_bench.PHASES},
-            "steps": steps,
+            "steps": summed([b["steps"] for b in batches]),
             "routes": routes,
             "load": [load, os.getloadavg()[0]],
             "targets": check(session, args.dsn, pipeline, args.mode, want),
         }
+    return out
+
+
+def summed(steps: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Timers.take()'s of several batches, added."""
+    out: dict[str, dict[str, Any]] = {"seconds": {}, "calls": {}, "counts": {}}
+    for one in steps:
+        for kind, values in one.items():
+            for name, n in values.items():
+                out[kind][name] = out[kind].get(name, 0) + n
     return out
 
 
@@ -421,28 +462,47 @@ def run(args: argparse.Namespace, work: Path, facts: dict[str, Any]) -> dict[str
                     )
                     progress(f"    steps {_steps(g['steps'])}")
             out["runs"].append(this)
-    summary: dict[str, Any] = {}
-    for mode, engine in pairs:
-        key = f"{mode}/{engine}"
-        for temper in TEMPERS:
-            seconds = statistics.median(run[key][temper]["seconds"] for run in out["runs"])
-            summary.setdefault(key, {})[temper] = {
-                "seconds": seconds,
-                "events_per_s": total / seconds,
-            }
-    for mode, engine in pairs:
-        base = summary.get(f"mirror/{engine}")
-        for temper in TEMPERS:
-            entry = summary[f"{mode}/{engine}"][temper]
-            if base is not None:
-                entry["ratio"] = entry["events_per_s"] / base[temper]["events_per_s"]
-    out["summary"] = summary
+    out["summary"] = summarise(out["runs"], pairs)
     out.update(modes=modes, engines=engines, master="local[2]")
     return out
 
 
-def _steps(steps: dict[str, dict[str, float]]) -> str:
-    return ", ".join(f"{n} {s['s']:.2f} s" for n, s in steps.items()) or "-"
+def summarise(runs: list[dict[str, Any]], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Per (mode, engine) and measure: the median events/s over the runs, and its ratio to
+    mirror's on the same engine."""
+    summary: dict[str, Any] = {}
+    for mode, engine in pairs:
+        key = f"{mode}/{engine}"
+        for measure in MEASURES:
+            rates = [rate(run[key], measure) for run in runs]
+            summary.setdefault(key, {})[measure] = {
+                "events_per_s": statistics.median(rates),
+                "runs": rates,
+            }
+    for mode, engine in pairs:
+        base = summary[f"mirror/{engine}"]
+        for measure in MEASURES:
+            entry = summary[f"{mode}/{engine}"][measure]
+            entry["ratio"] = entry["events_per_s"] / base[measure]["events_per_s"]
+    return summary
+
+
+def rate(drains: dict[str, Any], measure: str) -> float:
+    """A (mode, engine)'s events/s in one run: its cold or warm drain's, or (later) its warm
+    drain's after the first batch."""
+    if measure == "later":
+        later = drains["warm"]["batches"][1:]
+        return sum(b["events"] for b in later) / sum(b["seconds"] for b in later)
+    found = drains[measure]
+    return found["events"] / found["seconds"]
+
+
+def _steps(steps: dict[str, dict[str, Any]]) -> str:
+    timed = ", ".join(f"{n} {s:.2f} s" for n, s in sorted(steps["seconds"].items()))
+    counted = ", ".join(
+        f"{n.removeprefix('num_target_')} {c:,}" for n, c in steps["counts"].items()
+    )
+    return (timed or "-") + (f"; delta-rs: {counted}" if counted else "")
 
 
 # -- the report
@@ -460,25 +520,25 @@ def plot(facts: dict[str, Any], path: Path) -> None:
     width = 0.8 / len(modes)
     for ax, engine in zip(axes[0], engines, strict=True):
         top = max(
-            facts["summary"][f"{m}/{engine}"][t]["events_per_s"] for m in modes for t in TEMPERS
+            facts["summary"][f"{m}/{engine}"][t]["events_per_s"] for m in modes for t in MEASURES
         )
         for n, mode in enumerate(modes):
             entry = facts["summary"][f"{mode}/{engine}"]
-            xs = [i + (n - (len(modes) - 1) / 2) * width for i in range(len(TEMPERS))]
-            values = [entry[t]["events_per_s"] for t in TEMPERS]
+            xs = [i + (n - (len(modes) - 1) / 2) * width for i in range(len(MEASURES))]
+            values = [entry[t]["events_per_s"] for t in MEASURES]
             ax.bar(xs, values, width, color=colors.get(mode), label=LABELS[mode])
-            for x, t in zip(xs, TEMPERS, strict=True):
-                if "ratio" in entry[t] and mode != "mirror":
+            for x, t in zip(xs, MEASURES, strict=True):
+                if mode != "mirror":
                     ax.text(
                         x, entry[t]["events_per_s"], f"{entry[t]['ratio']:.2f}",
                         ha="center", va="bottom", fontsize=8,
                     )  # fmt: skip
         base = facts["summary"].get(f"mirror/{engine}")
         if base is not None:
-            for i, t in enumerate(TEMPERS):
+            for i, t in enumerate(MEASURES):
                 half = base[t]["events_per_s"] / 2
                 ax.hlines(half, i - 0.45, i + 0.45, colors="grey", linestyles="dashed")
-        ax.set_xticks(range(len(TEMPERS)), list(TEMPERS))
+        ax.set_xticks(range(len(MEASURES)), [MEASURE_LABELS[m] for m in MEASURES])
         ax.set_ylim(0, top * 1.12)
         ax.set_ylabel("events/s")
         ax.set_title(f"{engine} engine: {facts['events']:,} events")
@@ -495,14 +555,13 @@ def report(facts: dict[str, Any]) -> None:
         f" {facts['rows_per_table']:,} rows, rounds {facts['rounds_events']},"
         f" {len(facts['runs'])} run(s), {facts['master']}; load {facts['load']}"
     )
-    head = "".join(f" {t + ' ev/s':>10s} {'ratio':>6s}" for t in TEMPERS)
+    head = "".join(f" {t + ' ev/s':>10s} {'ratio':>6s}" for t in MEASURES)
     print(f"{'mode':26s} {'engine':6s}{head}")
     for engine in facts["engines"]:
         for mode in facts["modes"]:
             s = facts["summary"][f"{mode}/{engine}"]
             cells = "".join(
-                f" {s[t]['events_per_s']:>10,.0f} {s[t].get('ratio', float('nan')):>6.2f}"
-                for t in TEMPERS
+                f" {s[t]['events_per_s']:>10,.0f} {s[t]['ratio']:>6.2f}" for t in MEASURES
             )
             print(f"{LABELS[mode]:26s} {engine:6s}{cells}")
     for n, run in enumerate(facts["runs"], 1):
@@ -512,6 +571,8 @@ def report(facts: dict[str, Any]) -> None:
                 print(f"  run {n} {key} {temper}: batches (s) {per_batch}")
                 print(f"    routes {found['routes']}")
                 print(f"    steps: {_steps(found['steps'])}")
+                later = summed([b["steps"] for b in found["batches"][1:]])
+                print(f"    steps after the first batch: {_steps(later)}")
 
 
 def main(argv: list[str] | None = None) -> int:
