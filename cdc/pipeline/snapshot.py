@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from cdc import errors, failures
 from cdc.config import Pipeline, Source, TableMap, parse_table_name
 from cdc.engines.spark import masking as spark_masking
+from cdc.engines.spark.engine import SparkEngine
 from cdc.errors import CdcError, ConfigError
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
@@ -251,7 +252,9 @@ class Snapshot:
                     ref = self.pipeline.table(target.target)
                     masks = masked(target, reader.columns)  # as the target holds them
                     rows = spark_masking.named(good, masks) if masks.active else good
-                    target.kind.load(self.spark, ref, rows, list(masks.columns))
+                    target.kind.load(
+                        self.spark, ref, rows, list(masks.columns), SparkEngine(self.spark, ref)
+                    )
                     mask_record.record(self.spark, ref, masks)  # the rows it now holds
                 if bad:
                     job._quarantine(frame, bad)

@@ -113,9 +113,15 @@ class TargetKind:
         return rows
 
     def load(
-        self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
+        self,
+        spark: SparkSession,
+        ref: TableRef,
+        rows: DataFrame,
+        columns: list[Column],
+        engine: Engine,
     ) -> None:
-        """Replaces the target's rows with a snapshot's (columns named as the source's)."""
+        """Replaces the target's rows with a snapshot's (columns named as the source's):
+        ``cdc resync``, on Spark (``engine``: the Spark engine of the target)."""
         raise NotImplementedError(f"a {self.mode.name} target is not loaded from a snapshot")
 
     def upsert(self, engine: Engine, rows: Any, columns: list[Column]) -> None:

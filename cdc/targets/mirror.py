@@ -50,7 +50,7 @@ from cdc.targets.table import Commit, TableRef, quote
 if TYPE_CHECKING:
     from cdc.engines.engine import Engine
 
-__all__ = ["DELETED", "DELETED_AT", "SOFT_COLUMNS", "SOFT_READY", "Mirror"]
+__all__ = ["DELETED", "DELETED_AT", "SOFT_COLUMNS", "SOFT_READY", "Mirror", "compared_key"]
 
 log = logging.getLogger("cdc.mirror")
 
@@ -222,7 +222,12 @@ class Mirror(TargetKind):
         engine.merge_chunk(rows, columns, plan)
 
     def load(
-        self, spark: SparkSession, ref: TableRef, rows: DataFrame, columns: list[Column]
+        self,
+        spark: SparkSession,
+        ref: TableRef,
+        rows: DataFrame,
+        columns: list[Column],
+        engine: Engine,
     ) -> None:
         """Replaces the target's rows with the snapshot's; a target keeping deleted rows
         keeps them (``_with_marked``)."""
@@ -244,7 +249,7 @@ class Mirror(TargetKind):
             F.lit(False).alias(DELETED),
             F.lit(None).cast("timestamp").alias(DELETED_AT),
         )
-        match = [(_key(c), f"__k{i}") for i, c in enumerate(columns) if c.is_key]
+        match = [(compared_key(c), f"__k{i}") for i, c in enumerate(columns) if c.is_key]
         keys = rows.select(*[key.alias(name) for key, name in match])
         held = delta_table.read(spark, ref).select("*", *[key.alias(name) for key, name in match])
         gone = held.join(keys, [name for _, name in match], "left_anti").select(
@@ -255,7 +260,7 @@ class Mirror(TargetKind):
         return fresh.unionByName(gone)
 
 
-def _key(column: Column) -> SparkColumn:
+def compared_key(column: Column) -> SparkColumn:
     """A key column as keys compare (a numeric key kept as text normalised, as the MERGE's
     rendering normalises the target's side: cdc.targets.delta.spark_sql.norm_numeric)."""
     if is_numeric_text(column):

@@ -40,10 +40,12 @@ from pyspark.sql import functions as F
 
 from cdc.errors import ConfigError
 from cdc.pg.pgtypes import Column
-from cdc.rows import CURRENT, DELETED, END, START, TableBatch, Versioning
+from cdc.rows import CURRENT, DELETED, END, START, TableBatch, Versioning, meta, present, value
+from cdc.targets import delta_table
 from cdc.targets.kind import TargetKind
 from cdc.targets.merge_plan import MergePlan
-from cdc.targets.table import Commit, TableRef
+from cdc.targets.mirror import compared_key
+from cdc.targets.table import Commit, TableRef, quote
 
 if TYPE_CHECKING:
     from cdc.engines.engine import Engine
@@ -57,6 +59,7 @@ class Scd2(TargetKind):
     """Every version of each row (see the module docstring)."""
 
     writes_on_driver = True  # the Arrow engine keeps versions too
+    zorder_by_key = True  # its MERGE and the read of current versions prune by key range
 
     def version_columns(self) -> list[tuple[str, str]]:
         tomb = [(DELETED, "boolean")] if self.options.tombstones else []
@@ -121,6 +124,47 @@ class Scd2(TargetKind):
         plan = MergePlan.for_versions(columns, schema, key_range)
         versioned = engine.versions(batch.rows, columns, rules, plan.bounds)
         engine.merge(versioned, columns, plan, commit)
+
+    def load(
+        self,
+        spark: SparkSession,
+        ref: TableRef,
+        rows: DataFrame,
+        columns: list[Column],
+        engine: Engine,
+    ) -> None:
+        """``cdc resync``: the snapshot's rows seeded as ``upsert`` seeds them, and each
+        current version whose key the source no longer holds closed now (a tombstone opened,
+        with ``tombstones = true``), in one MERGE: the versions before stay. Their changes
+        during the failing period are unknown: one version per key stands for them."""
+        self.ensure(spark, ref, columns)
+        at = datetime.now(UTC)
+        changes = engine.changes(rows, columns, at)
+        keys = [(c, f"__k{i}") for i, c in enumerate(columns) if c.is_key]
+        held = self.current(delta_table.read(spark, ref))
+        wanted = rows.select(*[compared_key(c).alias(name) for c, name in keys])
+        gone = (
+            held.select("*", *[compared_key(c).alias(name) for c, name in keys])
+            .join(wanted, [name for _, name in keys], "left_anti")
+            .select(
+                F.lit("D").alias(meta("op")),
+                F.lit(0).cast("long").alias(meta("ev_id")),
+                F.lit(0).cast("long").alias(meta("ev_txid")),
+                F.lit(at).cast("timestamp").alias(meta("ev_time")),
+                *[
+                    (F.col(quote(c.name)) if c.is_key else F.lit(None).cast(c.spark_type)).alias(
+                        value(i)
+                    )
+                    for i, c in enumerate(columns)
+                ],
+                *[F.lit(c.is_key).alias(present(i)) for i, c in enumerate(columns)],
+            )
+        )
+        plan = MergePlan.for_versions(columns, self.columns(columns), None)
+        rules = self.versioning(columns, None)
+        engine.merge_chunk(
+            engine.versions(changes.unionByName(gone), columns, rules, None), columns, plan
+        )
 
     def upsert(self, engine: Engine, rows: Any, columns: list[Column]) -> None:
         """Seeds a snapshot chunk's rows as versions opened now: a key without a current

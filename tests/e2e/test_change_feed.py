@@ -18,6 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from cdc import config
 from cdc.engines import planner
 from cdc.pg import capture
 from cdc.pg.capture import CaptureOptions
@@ -170,30 +171,36 @@ def version(root: Path, target: str) -> int:
 def test_a_change_feed_stream_sees_each_change_once_across_a_crash(
     db, dsn, spark, tmp_path, engine
 ):
-    """Two rounds of changes, each drained by a drain killed right after target a's commit
-    (b's commit before or after it), then a clean rerun; the downstream stream runs after
-    each drain. The stream's sink holds exactly the applied changes (inserts, update pre-
-    and post-images, deletes), none twice, and the rerun did not commit to a again. Spark
-    wrote every commit (its MERGE the change data files), on the Arrow route after the
-    driver's decode and fold (cdc.engines.planner.CHANGE_DATA_FEED)."""
+    """Two rounds of changes: the first (appended) drained in this process, the second
+    (MERGEd) by a drain killed right after target a's commit (b's commit before or after
+    it), then a clean rerun; the downstream stream runs after each drain. The stream's sink
+    holds exactly the applied changes (inserts, update pre- and post-images, deletes), none
+    twice, and the rerun did not commit to a again. Spark wrote every commit (its MERGE the
+    change data files), on the Arrow route after the driver's decode and fold
+    (cdc.engines.planner.CHANGE_DATA_FEED)."""
     root = tmp_path / "delta"
     conf = write_config(tmp_path, dsn, root, engine)
     expected: dict[str, list[Change]] = {"a": [], "b": []}
-    for round_ in (round_one, round_two):
-        for target, changes in round_(db).items():
-            expected[target] += changes
-        assert drain(conf, kill_at="table:a") == -signal.SIGKILL
-        killed_at = version(root, "a")
-        for target in ("a", "b"):
-            if (root / target / "_delta_log").exists():
-                follow_feed(spark, root / target, tmp_path / f"sink_{target}")
-        # a's commit holds the whole batch already: its feed shows it all
-        assert seen(spark, tmp_path / "sink_a") == as_text(expected["a"])
-        assert drain(conf) == 0
-        assert version(root, "a") == killed_at, "the rerun committed to a again"
-        for target in ("a", "b"):
-            follow_feed(spark, root / target, tmp_path / f"sink_{target}")
-            assert seen(spark, tmp_path / f"sink_{target}") == as_text(expected[target]), target
+    for target, changes in round_one(db).items():
+        expected[target] += changes
+    with Drain(config.load(str(conf)), spark) as first:
+        first.run()
+    for target in ("a", "b"):
+        follow_feed(spark, root / target, tmp_path / f"sink_{target}")
+        assert seen(spark, tmp_path / f"sink_{target}") == as_text(expected[target]), target
+    for target, changes in round_two(db).items():
+        expected[target] += changes
+    assert drain(conf, kill_at="table:a") == -signal.SIGKILL
+    killed_at = version(root, "a")
+    for target in ("a", "b"):
+        follow_feed(spark, root / target, tmp_path / f"sink_{target}")
+    # a's commit holds the whole batch already: its feed shows it all
+    assert seen(spark, tmp_path / "sink_a") == as_text(expected["a"])
+    assert drain(conf) == 0
+    assert version(root, "a") == killed_at, "the rerun committed to a again"
+    for target in ("a", "b"):
+        follow_feed(spark, root / target, tmp_path / f"sink_{target}")
+        assert seen(spark, tmp_path / f"sink_{target}") == as_text(expected[target]), target
     for target in ("a", "b"):
         assert len(routes(root, target)) == 2, target  # one commit per round
         written_as_planned(routes(root, target), target, engine)

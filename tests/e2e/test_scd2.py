@@ -203,6 +203,52 @@ def test_snapshot_seeds_versions_and_verify_compares_the_current(
     assert not verdict.ok
 
 
+def test_resync_closes_what_the_source_lost_and_keeps_the_past(source, dsn, spark, tmp_path):
+    """cdc resync (Spark's, for every kind) after changes the capture missed: each key's
+    versions before stay; a changed row opens a version, a lost one is closed (and marked)."""
+    from cdc.pipeline import resync, verify
+
+    conn = source
+    pipeline = _pipeline(
+        dsn, str(tmp_path), "arrow", tombstones=True, track_history_except_columns=["seen"]
+    )
+    t1 = _txn(conn, "insert into c select g, 'n' || g, 'new', 0 from generate_series(1, 5) g")
+    u1 = _txn(conn, "update c set status = 'paid' where id = 1")
+    with Drain(pipeline, spark) as drain:
+        drain.run()
+    before = _versions(spark, pipeline)
+    with conn.transaction():  # changes the capture does not see
+        conn.execute("set local session_replication_role = replica")
+        conn.execute("update c set status = 'lost' where id = 2")
+        conn.execute("update c set seen = 9 where id = 4")  # untracked: in place
+        conn.execute("delete from c where id = 3")
+        conn.execute("insert into c values (6, 'n6', 'new', 0)")
+    resync.resync(pipeline, spark, "public.c", progress=False)
+    found = _versions(spark, pipeline)
+    at = found[6][0][3]
+    assert (
+        found[1]
+        == before[1]
+        == [
+            ("n1", "new", 0, t1, u1, False, False),
+            ("n1", "paid", 0, u1, None, True, False),
+        ]
+    )
+    assert found[2] == [
+        ("n2", "new", 0, t1, at, False, False),
+        ("n2", "lost", 0, at, None, True, False),
+    ]
+    assert found[3] == [
+        ("n3", "new", 0, t1, at, False, False),
+        (None, None, None, at, None, True, True),
+    ]
+    assert found[4] == [("n4", "new", 9, t1, None, True, False)]
+    assert found[5] == before[5]
+    assert found[6] == [("n6", "new", 0, at, None, True, False)]
+    [verdict] = verify.Verifier(pipeline, spark).run()
+    assert verdict.ok, verdict
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_sigkill_between_the_table_commits_of_a_batch(source, dsn, spark, tmp_path, engine):
     """Two versioned targets in one batch; a drain SIGKILLed after the first table commit,

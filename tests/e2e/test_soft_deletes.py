@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import signal
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +31,7 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import replay, resync, snapshot, verify
 from cdc.pipeline.drain import Drain
+from tests.e2e.test_drain_crash import drain as drain_process
 from tests.support import drainkit
 
 pytestmark = pytest.mark.spark
@@ -224,14 +222,19 @@ def test_maintain_purges_only_the_rows_marked_longer_ago(conn, dsn, spark, tmp_p
     now = _tx(conn, "delete from a where id = 4")
     _drain(pipe, spark)
     assert maintain.parse_age("30d") == dt.timedelta(days=30)
-    done = maintain.maintain(pipe, spark, purge_older_than=dt.timedelta(days=30))
+    # the purge alone (OPTIMIZE and VACUUM are tests/e2e/test_maintain.py's)
+    done = maintain.maintain(
+        pipe, spark, optimize=False, vacuum=False, purge_older_than=dt.timedelta(days=30)
+    )
     assert {m.target: m.purged for m in done} == {"a": 2, "b": None}  # no quarantine yet
     assert _target(spark, pipe.location("a")) == {
         **_live(conn),
         3: ("v3", 3, True, five_days),
         4: ("v4", 4, True, now),
     }
-    done = maintain.maintain(pipe, spark, ["a"], purge_older_than=dt.timedelta(days=30))
+    done = maintain.maintain(
+        pipe, spark, ["a"], optimize=False, vacuum=False, purge_older_than=dt.timedelta(days=30)
+    )
     assert [m.purged for m in done] == [0]
     with pytest.raises(ConfigError, match='deletes = "soft"'):
         maintain.maintain(pipe, spark, ["b"], purge_older_than=dt.timedelta(days=1))
@@ -366,23 +369,6 @@ def _crash_config(tmp_path: Path, dsn: str, root: Path, engine: str) -> Path:
     return conf
 
 
-def _killed_drain(conf: Path, kill_at: str | None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "CDC_DRAIN_KILL_AT"}
-    if kill_at:
-        env["CDC_DRAIN_KILL_AT"] = kill_at
-    proc = subprocess.run(
-        [sys.executable, "-m", "cdc.cli", "drain", "--config", str(conf)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"drain failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc.returncode
-
-
 def _crash_workload(conn: psycopg.Connection, round_: int, marked: dict) -> None:
     """Inserts, updates, deletes (each noted in marked: table -> key -> (v, n, time)),
     a delete then re-insert, an insert then delete, in both tables."""
@@ -416,10 +402,10 @@ def test_a_drain_killed_between_table_commits_applies_each_change_once(
     conf = _crash_config(tmp_path, dsn, root, engine)
     marked: dict[str, dict[int, tuple]] = {"a": {}, "b": {}}
     _crash_workload(conn, 1, marked)
-    assert _killed_drain(conf, "committed:1") == -signal.SIGKILL
+    assert drain_process(conf, kill_at="committed:1") == -signal.SIGKILL
     # a table committed (the other may have been committing when the kill came)
     assert any(_rows_of(root / t) for t in ("a", "b"))
-    assert _killed_drain(conf, None) == 0
+    assert drain_process(conf) == 0
     for t in ("a", "b"):
         assert _target(spark, str(root / t)) == {**marked[t], **_live(conn, t)}, t
     pipe = config.load(conf)
