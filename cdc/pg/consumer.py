@@ -163,3 +163,18 @@ class Consumer:
             self.conn, "consumer_position", queue=self.queue, consumer=self.name
         )
         return None if found is None else int(found)
+
+    def position_time(self) -> tuple[int, dt.datetime] | None:
+        """The consumer's last finished tick and the time of that tick (None when it is not
+        registered): every batch up to it is applied, so the tables can be read as of it
+        (cdc.ops.at_tick)."""
+        try:
+            row = self.conn.execute(
+                self.engine.query("consumer_position_time"),
+                {"queue": self.queue, "consumer": self.name},
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise errors.translate(exc) from exc
+        if row is None or row[0] is None:
+            return None
+        return int(row[0]), row[1]

@@ -15,10 +15,14 @@ importable without Spark.
   or when the engine cannot tell them), the version the batch's tick id. A write marked with
   a Commit is skipped when that appId already committed that version. Work that is not a
   batch (snapshot, resync, maintenance, queries) takes a plain TableRef and no Commit.
+  A batch's Commit (``Commit.of``) also records its tick and appId in the commit's
+  commitInfo.userMetadata (``cdc.tick``, ``cdc.app``, beside the route), so that a table's
+  history maps ticks to versions for any reader of the log (cdc.ops.at_tick).
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +34,8 @@ if TYPE_CHECKING:
     from cdc.config import Source
 
 __all__ = [
+    "APP_KEY",
+    "TICK_KEY",
     "Clash",
     "Commit",
     "Place",
@@ -39,6 +45,10 @@ __all__ = [
     "legacy_app_id",
     "quote",
 ]
+
+
+# the keys of commitInfo.userMetadata that name a batch's tick and appId (Commit.user_metadata)
+TICK_KEY, APP_KEY = "cdc.tick", "cdc.app"
 
 
 def quote(name: str) -> str:
@@ -177,7 +187,20 @@ class Commit:
     # what the commit records of how it was written (commitInfo.userMetadata): the route
     # of cdc.engines.planner, so that the table's history says which engine wrote it
     metadata: str | None = None
+    # a batch's commit: its version is the batch's tick, recorded with the appId in the
+    # userMetadata (a replay's run number, say, is not a tick)
+    tick: bool = False
 
     @classmethod
     def of(cls, source: Source, incarnation: int | None, target: str, tick_id: int) -> Commit:
-        return cls(app_id(source, incarnation, target), tick_id)
+        return cls(app_id(source, incarnation, target), tick_id, tick=True)
+
+    @property
+    def user_metadata(self) -> str | None:
+        """What the commit records as commitInfo.userMetadata: the metadata (a JSON object:
+        the route) and, for a batch's commit, its tick and appId (TICK_KEY, APP_KEY); None
+        when there is neither."""
+        if not self.tick:
+            return self.metadata
+        found = json.loads(self.metadata) if self.metadata else {}
+        return json.dumps({**found, TICK_KEY: self.version, APP_KEY: self.app_id})

@@ -19,7 +19,7 @@ from cdc.pipeline import compare
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table
 from cdc.targets.merge_plan import MergePlan
-from cdc.targets.table import Commit
+from cdc.targets.table import APP_KEY, TICK_KEY, Commit
 from tests.support import drainkit
 
 pytestmark = pytest.mark.spark
@@ -222,10 +222,13 @@ def test_a_target_larger_than_the_path_takes_batches_of_few_files(
 
 
 def _route_of_last_commit(pipeline) -> dict:
-    """The route (cdc.engines.planner) the target's last commit records."""
+    """The route (cdc.engines.planner) the target's last commit records, beside the batch's
+    tick and appId (cdc.ops.at_tick reads those)."""
     from deltalake import DeltaTable
 
-    return json.loads(DeltaTable(pipeline.location("a")).history(1)[0]["userMetadata"])
+    found = json.loads(DeltaTable(pipeline.location("a")).history(1)[0]["userMetadata"])
+    assert isinstance(found.pop(TICK_KEY), int) and found.pop(APP_KEY).endswith("/delta/a")
+    return found
 
 
 def test_each_commit_records_the_engines_that_wrote_it(conn, spark, table_a):

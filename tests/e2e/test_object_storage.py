@@ -11,13 +11,14 @@ import psycopg
 import pytest
 
 from cdc.engines.planner import ENGINES
-from cdc.ops import maintain, status
+from cdc.ops import at_tick, maintain, status
 from cdc.pg import capture, pgtypes
 from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import compare, verify
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table
+from cdc.targets.table import TICK_KEY
 from tests.support import drainkit
 
 pytestmark = pytest.mark.spark
@@ -42,8 +43,8 @@ def source(conn: psycopg.Connection) -> psycopg.Connection:
 def test_the_drain_writes_s3a_targets_exactly_once(source, dsn, spark, object_store, engine):
     """Two batches into a mirror and a history target in a bucket, by each engine (the
     Arrow engine with delta-rs' S3 store, Spark with S3A): the mirror equals the source, the
-    history holds one row per event, each commit names the engine that wrote it, and status,
-    verify and maintain work there."""
+    history holds one row per event, each commit names the engine that wrote it and its
+    tick, and status, verify, maintain and reads as of a tick work there."""
     root = object_store.bucket() + "/replica"
     pipe = drainkit.pipeline(dsn, root, TABLES)
     pipe = replace(pipe, drain=replace(pipe.drain, engine=engine))
@@ -74,6 +75,7 @@ def test_the_drain_writes_s3a_targets_exactly_once(source, dsn, spark, object_st
     commits = delta_table.spark_table(spark, mirror).history().collect()
     routes = [json.loads(c["userMetadata"]) for c in commits if c["userMetadata"]]
     assert routes and {r["cdc.write"] for r in routes} == {engine}, routes
+    assert all(r[TICK_KEY] >= 1 for r in routes), routes  # reads as of a tick find them
 
     # status reads the targets with delta-rs, verify and maintain with Spark
     [state] = [t for t in status.collect(pipe).tables if t.target == "a"]
@@ -87,6 +89,17 @@ def test_the_drain_writes_s3a_targets_exactly_once(source, dsn, spark, object_st
     assert verdict.ok and verdict.source_rows == verdict.delta_rows == 46, verdict
     [done] = maintain.maintain(pipe, spark, ["a"], vacuum=False)
     assert done.files_after == 1 <= done.files_before
+
+    # read as of the last consistent tick by delta-rs in the bucket: the OPTIMIZE after the
+    # last batch (no tick of its own) is the version it pins
+    tick, _ = at_tick.last_consistent_tick(pipe)
+    assert at_tick.pinned_versions(pipe, tick)["a"] == delta_table.version(spark, mirror)
+    assert at_tick.arrow_tables(pipe)["a"].num_rows == 46
+    # the txn actions of the log's files (the ticks of commits that record none) say the same
+    txns = delta_table.txn_actions(mirror, range(delta_table.version(spark, mirror) + 1))
+    assert sorted(v for m in txns.values() for v in m.values()) == sorted(
+        r[TICK_KEY] for r in routes
+    )
 
 
 def test_a_commit_file_is_never_overwritten_on_s3(spark, object_store):

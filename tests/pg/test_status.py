@@ -4,6 +4,7 @@ not pending, a drain holding the lock is draining, other stuck consumers are orp
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 
 from cdc import cli, config
 from cdc.cli import exitcodes
-from cdc.ops import status
+from cdc.ops import at_tick, status
 from cdc.pg import source
 from cdc.pg.capture import CaptureOptions, attach
 from cdc.pg.queue import Consumer, Producer, Queue
@@ -95,6 +96,22 @@ def test_idle_with_nothing_pending_is_healthy_in_every_output(pipeline, conn, ca
     assert state["queue"]["ticker_lag_s"] > 3000  # idle indeed
     assert state["consumer"]["pending_events"] == 0
     assert state["consumer"]["pending_age_s"] is None
+
+
+def test_the_last_consistent_tick_shows_in_every_output(pipeline, conn, capsys):
+    """The consumer's last finished tick and its time: the line in text, the fields in JSON,
+    the gauges in Prometheus, and cdc.ops.at_tick's last_consistent_tick alike."""
+    conn.execute("insert into a values (1, 'x')")
+    _drain_all(conn)
+    tick = Consumer(conn, "q", "delta").position()
+    [when] = conn.execute("select tick_time from cdc.tick where tick_id = %s", (tick,)).fetchone()
+    assert at_tick.last_consistent_tick(pipeline) == (tick, when)
+    shown = _run(pipeline, capsys)
+    iso = when.astimezone(dt.UTC).isoformat()
+    assert f"consistent reads: tick {tick} of {iso} (cdc sql --consistent)" in shown["text"][1]
+    found = json.loads(shown["--json"][1])
+    assert (found["consistent_tick"], found["consistent_tick_time"]) == (tick, iso)
+    assert f'cdc_pipeline_consistent_tick_id{{queue="q"}} {float(tick)}' in shown["--prometheus"][1]
 
 
 def test_old_pending_events_are_unhealthy_in_every_output(pipeline, conn, capsys):
@@ -254,6 +271,7 @@ def test_a_real_pgq_queue_counts_as_pgq_does(pgq_dsn: str, tmp_path: Path, capsy
     assert state.consumer.pending_age_s is not None and state.consumer.pending_age_s > 3000
     assert state.health.state == status.UNHEALTHY
     assert "(by sequence: rolled-back ones too)" in status.render(state)
+    assert state.consistent_tick is not None and state.consistent_tick_time is not None
     pipeline = config.load(conf)
     codes, *_ = _health(_run(pipeline, capsys))
     assert codes == {exitcodes.UNHEALTHY}

@@ -34,7 +34,7 @@ def test_the_commit_identity_names_queue_incarnation_consumer_and_target():
     """appId is queue@incarnation/consumer/target, queue/consumer/target without one."""
     assert app_id(SOURCE, 1234, "o") == "orders@1234/delta/o"
     assert app_id(SOURCE, None, "o") == legacy_app_id(SOURCE, "o") == "orders/delta/o"
-    assert Commit.of(SOURCE, 7, "o", 42) == Commit("orders@7/delta/o", 42)
+    assert Commit.of(SOURCE, 7, "o", 42) == Commit("orders@7/delta/o", 42, tick=True)
 
 
 def test_modes_and_what_they_hold():

@@ -4,6 +4,8 @@ quarantine, the failing marks and the snapshots' progress; then its health judge
 
 from __future__ import annotations
 
+import datetime as dt
+
 import psycopg
 
 from cdc.config import Pipeline
@@ -17,6 +19,7 @@ from cdc.ops.status.model import (
 )
 from cdc.ops.status.queries import consumers, drain_lock_held, queue_state
 from cdc.pg import source
+from cdc.pg.consumer import Consumer
 from cdc.spark import resolve_settings
 from cdc.targets import failing, quarantine, readers, snapshots
 from cdc.targets.delta import object_store
@@ -45,10 +48,14 @@ def collect(pipeline: Pipeline, max_pending_age: float = MAX_PENDING_AGE) -> Sta
         queue = queue_state(conn, src.engine, src.queue)
         consumer, others = _consumer_state(conn, pipeline)
         incarnation = source.incarnation(conn, src)
+        position = Consumer.for_source(conn, src).position_time()
     quarantined = quarantine.open_counts_of(pipeline)  # replayed and discarded not counted
     marks = failing.read_local(pipeline.table(pipeline.failing_table))
     copies = snapshots.read_local(pipeline.table(snapshots.table_name(pipeline.quarantine)))
     status = Status(queue, consumer)
+    if position is not None:
+        status.consistent_tick = position[0]
+        status.consistent_tick_time = position[1].astimezone(dt.UTC).isoformat()
     status.orphans = [
         c for c in others if c.pending_age_s is not None and c.pending_age_s > max_pending_age
     ]

@@ -110,6 +110,10 @@ class Status:
     refused: list[RefusedTable] = field(default_factory=list)
     quarantined_other: int = 0  # quarantined events of tables not in the configuration
     orphans: list[ConsumerState] = field(default_factory=list)  # other consumers, stuck
+    # the last consistent tick: the consumer's last finished tick, as of which every table can
+    # be read (cdc.ops.at_tick), and the time of that tick (ISO 8601, UTC); None before any
+    consistent_tick: int | None = None
+    consistent_tick_time: str | None = None
     health: Health = field(default_factory=lambda: Health(OK, [], MAX_PENDING_AGE))
 
     @property

@@ -4,6 +4,7 @@ ticker's (every queue of every database it serves)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
@@ -96,6 +97,18 @@ def metrics(status: Status) -> Iterator[Metric]:
         )
         yield from gauge("cdc_consumer_last_tick_id", "Last finished tick", c.last_tick, **who)
         yield from gauge("cdc_consumer_dead_letters", "Dead letters", c.dead_letters, **who)
+    yield from gauge(
+        "cdc_pipeline_consistent_tick_id",
+        "The last consistent tick: every table can be read as of it (the consumer's last"
+        " finished tick)",
+        status.consistent_tick,
+    )
+    if status.consistent_tick_time is not None:
+        yield from gauge(
+            "cdc_pipeline_consistent_tick_timestamp_seconds",
+            "The time of the last consistent tick (Unix time)",
+            dt.datetime.fromisoformat(status.consistent_tick_time).timestamp(),
+        )
     if status.orphans:
         orphan = GaugeMetricFamily(
             "cdc_queue_orphan_consumer_pending_age_seconds",

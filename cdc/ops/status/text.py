@@ -66,6 +66,8 @@ def render(status: Status) -> str:
             f" seen {_fmt(c.last_seen_s, ' s')} ago, dead letters {_fmt(c.dead_letters)}"
             + (", draining (a drain or snapshot holds its lock)" if c.draining else "")
         )
+    if status.consistent_tick is not None:
+        lines.append(_consistent(status))
     for o in status.orphans:
         lines.append(
             f"orphan consumer {o.consumer}: {_pending(o)}, last batch {_fmt(o.last_seen_s, ' s')}"
@@ -113,6 +115,22 @@ def render(status: Status) -> str:
                 f" {t.snapshot_reason} (fix the cause, then `cdc snapshot {t.source} --restart`)"
             )
     return "\n".join(lines)
+
+
+def _consistent(status: Status) -> str:
+    """The last consistent tick: every table can be read as of it (cdc sql --consistent),
+    but those failing or being copied by a snapshot."""
+    text = (
+        f"consistent reads: tick {status.consistent_tick:,} of {status.consistent_tick_time}"
+        " (cdc sql --consistent)"
+    )
+    apart = [t.target for t in status.tables if t.failing or t.snapshot in _COPYING]
+    if apart:
+        text += f"; not consistent with the others: {', '.join(apart)} (failing, or a snapshot)"
+    return text
+
+
+_COPYING = (snapshots.RUNNING, snapshots.COPIED)
 
 
 def _mapping(t: TableState) -> str:

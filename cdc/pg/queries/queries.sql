@@ -198,6 +198,11 @@ select cdc.get_tick_snapshot(%(queue)s, %(tick_id)s);
 select last_tick from cdc.get_consumer_info()
  where queue_name = %(queue)s and consumer_name = %(consumer)s;
 
+-- name: consumer_position_time
+-- The consumer's last finished tick and that tick's time (now() - lag is its tick_time).
+select last_tick, now() - lag from cdc.get_consumer_info()
+ where queue_name = %(queue)s and consumer_name = %(consumer)s;
+
 -- name: tick_at_snapshot
 select cdc.tick_at_snapshot(%(queue)s);
 

@@ -47,3 +47,10 @@ select t.tick_snapshot::text from pgq.tick t join pgq.queue q on q.queue_id = t.
 select sub_last_tick from pgq.subscription join pgq.queue on queue_id = sub_queue
   join pgq.consumer on co_id = sub_consumer
  where queue_name = %(queue)s and co_name = %(consumer)s;
+
+-- name: consumer_position_time
+select s.sub_last_tick, t.tick_time from pgq.subscription s
+  join pgq.queue q on q.queue_id = s.sub_queue
+  join pgq.consumer c on c.co_id = s.sub_consumer
+  join pgq.tick t on t.tick_queue = s.sub_queue and t.tick_id = s.sub_last_tick
+ where q.queue_name = %(queue)s and c.co_name = %(consumer)s;

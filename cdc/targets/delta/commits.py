@@ -39,7 +39,8 @@ log = logging.getLogger("cdc.merge")
 T = TypeVar("T")
 
 TXN_APP = "spark.databricks.delta.write.txnAppId"
-# what a commit records of how it was written (Commit.metadata: the engines' route)
+# what a commit records of how it was written (Commit.user_metadata: the engines' route, a
+# batch's tick and appId)
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 CONFLICTS = (
@@ -58,14 +59,15 @@ CONFLICTS = (
 @contextmanager
 def committing(spark: SparkSession, commit: Commit | None) -> Iterator[None]:
     """Delta's txnAppId / txnVersion for the SQL writes in the block, and the commit's
-    metadata as commitInfo.userMetadata (none without a commit)."""
+    user_metadata as commitInfo.userMetadata (none without a commit)."""
     if commit is None:
         yield
         return
     spark.conf.set(TXN_APP, commit.app_id)
     spark.conf.set(TXN_VERSION, str(commit.version))
-    if commit.metadata is not None:
-        spark.conf.set(USER_METADATA, commit.metadata)
+    recorded = commit.user_metadata
+    if recorded is not None:
+        spark.conf.set(USER_METADATA, recorded)
     try:
         yield
     finally:

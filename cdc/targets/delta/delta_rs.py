@@ -110,15 +110,16 @@ def _condition(condition: SourceIs | None) -> str | None:
 
 def _marks(commit: Commit | None) -> Any:
     """A write's commit properties: the commit identity as a ``txn`` action (a rerun finds
-    it, as Spark's txnAppId / txnVersion), and its metadata as commitInfo.userMetadata (the
-    route that wrote it), as Spark writes them."""
+    it, as Spark's txnAppId / txnVersion), and its user_metadata as commitInfo.userMetadata
+    (the route that wrote it, a batch's tick and appId), as Spark writes them."""
     from deltalake import CommitProperties, Transaction
 
     if commit is None:
         return None
+    recorded = commit.user_metadata
     return CommitProperties(
         app_transactions=[Transaction(commit.app_id, commit.version)],
-        custom_metadata=None if commit.metadata is None else {"userMetadata": commit.metadata},
+        custom_metadata=None if recorded is None else {"userMetadata": recorded},
     )
 
 

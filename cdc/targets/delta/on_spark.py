@@ -252,8 +252,9 @@ def _write(frame: DataFrame, ref: TableRef, mode: str, commit: Commit | None) ->
     writer: DataFrameWriter = frame.write.format("delta").mode(mode)
     if commit is not None:
         writer = writer.option("txnAppId", commit.app_id).option("txnVersion", commit.version)
-        if commit.metadata is not None:
-            writer = writer.option("userMetadata", commit.metadata)
+        recorded = commit.user_metadata
+        if recorded is not None:
+            writer = writer.option("userMetadata", recorded)
     if ref.is_path:
         writer.save(ref.location)
     else:
