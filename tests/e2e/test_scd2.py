@@ -6,7 +6,6 @@ a rerun."""
 from __future__ import annotations
 
 import json
-import signal
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline.drain import Drain
 from cdc.targets import delta_table
-from cdc.targets.table import TableRef
 from tests.support import drainkit
 
 pytestmark = pytest.mark.spark
@@ -247,49 +245,3 @@ def test_resync_closes_what_the_source_lost_and_keeps_the_past(source, dsn, spar
     assert found[6] == [("n6", "new", 0, at, None, True, False)]
     [verdict] = verify.Verifier(pipeline, spark).run()
     assert verdict.ok, verdict
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_sigkill_between_the_table_commits_of_a_batch(source, dsn, spark, tmp_path, engine):
-    """Two versioned targets in one batch; a drain SIGKILLed after the first table commit,
-    then run again: the targets equal those a drain of the
-    same events that never crashed writes (no version lost, none twice)."""
-    from tests.e2e.test_drain_crash import drain as drain_process
-
-    conn = source
-    Consumer(conn, "q", "clean").register()
-    conn.execute("create table d (k text primary key, x int)")
-    capture.attach(conn, "public.d", CaptureOptions(queue="q", format="sql"))
-    tables = [
-        {"source": "public.c", "target": "c", "mode": "scd2", "tombstones": True},
-        {"source": "public.d", "target": "d", "mode": "scd2"},
-    ]
-    _txn(conn, "insert into c select g, 'n' || g, 'new', 0 from generate_series(1, 20) g")
-    _txn(conn, "insert into d select 'k' || g, g from generate_series(1, 20) g")
-    for round_ in range(3):
-        _txn(conn, f"update c set status = 's{round_}' where id % 3 = 0")
-        _txn(conn, f"update d set x = x + 1 where x % 2 = {round_ % 2}")
-        _txn(conn, f"delete from c where id = {round_ + 1}")
-        _txn(conn, f"update c set seen = seen + 1, status = 'r{round_}' where id > 15")
-    conf = tmp_path / "pipeline.toml"
-    entries = "".join(
-        f"[[tables]]\nsource = '{t['source']}'\ntarget = '{t['target']}'\nmode = 'scd2'\n"
-        + ("tombstones = true\n" if t.get("tombstones") else "")
-        for t in tables
-    )
-    conf.write_text(
-        f"[source]\ndsn = {dsn!r}\nqueue = 'q'\nconsumer = 'delta'\n"
-        f"[target]\npath = {str(tmp_path / 'crashed')!r}\n{entries}"
-        f"[drain]\nengine = {engine!r}\n"
-    )
-    # killed after the batch's first table commit: the other table is not committed yet
-    assert drain_process(conf, kill_at="committed:1") == -signal.SIGKILL
-    assert drain_process(conf) == 0
-    clean = drainkit.pipeline(dsn, str(tmp_path / "clean"), tables, consumer="clean")
-    with Drain(replace(clean, drain=replace(clean.drain, engine=engine)), spark) as drain:
-        drain.run()
-    for target in ("c", "d"):
-        crashed = delta_table.read(spark, TableRef(str(tmp_path / "crashed" / target)))
-        written = delta_table.read(spark, TableRef(str(tmp_path / "clean" / target)))
-        assert sorted(map(repr, crashed.collect())) == sorted(map(repr, written.collect()))
-        assert crashed.count() > 20

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import signal
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +21,6 @@ import psycopg
 import pytest
 from pyspark.sql import functions as F
 
-from cdc import config
 from cdc.config import Pipeline
 from cdc.errors import ConfigError
 from cdc.ops import maintain, status
@@ -31,7 +29,6 @@ from cdc.pg.capture import CaptureOptions
 from cdc.pg.queue import Consumer, Queue
 from cdc.pipeline import replay, resync, snapshot, verify
 from cdc.pipeline.drain import Drain
-from tests.e2e.test_drain_crash import drain as drain_process
 from tests.support import drainkit
 
 pytestmark = pytest.mark.spark
@@ -351,72 +348,3 @@ def test_a_replayed_delete_marks_the_row(conn, dsn, spark, tmp_path):
     result = replay.Replayer(pipe, spark).replay("public.a")
     assert (result.replayed, result.failed) == (5, 0)
     assert _target(spark, pipe.location("a")) == {**_live(conn), 2: ("v2", 2, True, deleted_2)}
-
-
-# -- a drain killed between the table commits of a batch, then run again ----------------------
-
-
-def _crash_config(tmp_path: Path, dsn: str, root: Path, engine: str) -> Path:
-    conf = tmp_path / "pipeline.toml"
-    entries = "".join(
-        f'[[tables]]\nsource = "public.{t}"\ntarget = "{t}"\ndeletes = "soft"\n\n'
-        for t in ("a", "b")
-    )
-    conf.write_text(
-        f'[source]\ndsn = "{dsn}"\nqueue = "q"\nconsumer = "delta"\n\n'
-        f'[target]\npath = "{root}"\n\n[drain]\nengine = "{engine}"\n\n{entries}'
-    )
-    return conf
-
-
-def _crash_workload(conn: psycopg.Connection, round_: int, marked: dict) -> None:
-    """Inserts, updates, deletes (each noted in marked: table -> key -> (v, n, time)),
-    a delete then re-insert, an insert then delete, in both tables."""
-    base = round_ * 100
-    for t in ("a", "b"):
-        _tx(
-            conn,
-            f"insert into {t} select g, 'v' || g, g from generate_series({base}, {base + 9}) g",
-        )
-        _tx(conn, f"update {t} set v = v || 'u' where id in ({base + 1}, {base + 2})")
-        at = _tx(conn, f"delete from {t} where id in ({base + 2}, {base + 3})")
-        marked[t][base + 2] = (f"v{base + 2}u", base + 2, True, at)
-        marked[t][base + 3] = (f"v{base + 3}", base + 3, True, at)
-        _tx(conn, f"delete from {t} where id = {base + 4}")
-        _tx(conn, f"insert into {t} values ({base + 4}, 'back', 4)")
-        _tx(conn, f"insert into {t} values ({base + 50}, 'brief', 50)")
-        at = _tx(conn, f"delete from {t} where id = {base + 50}")
-        marked[t][base + 50] = ("brief", 50, True, at)
-
-
-@pytest.mark.parametrize("engine", ["arrow", "spark"])
-def test_a_drain_killed_between_table_commits_applies_each_change_once(
-    conn, dsn, spark, tmp_path, engine
-):
-    """A workload on two soft targets, a drain SIGKILLed after the batch's first table
-    commit (the other table not committed), then a drain run again: each target holds the
-    source's rows unmarked and each deleted row marked once, at its delete's time; verify
-    passes."""
-    _queue(conn, "a", "b")
-    root = tmp_path / "delta"
-    conf = _crash_config(tmp_path, dsn, root, engine)
-    marked: dict[str, dict[int, tuple]] = {"a": {}, "b": {}}
-    _crash_workload(conn, 1, marked)
-    assert drain_process(conf, kill_at="committed:1") == -signal.SIGKILL
-    # a table committed (the other may have been committing when the kill came)
-    assert any(_rows_of(root / t) for t in ("a", "b"))
-    assert drain_process(conf) == 0
-    for t in ("a", "b"):
-        assert _target(spark, str(root / t)) == {**marked[t], **_live(conn, t)}, t
-    pipe = config.load(conf)
-    for verdict in verify.Verifier(pipe, spark).run():
-        assert verdict.state == verify.OK, verdict.as_dict()
-
-
-def _rows_of(location: Path) -> int:
-    """The rows of a table delta-rs reads (0 without a table)."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(str(location)):
-        return 0
-    return DeltaTable(str(location)).to_pyarrow_table().num_rows
