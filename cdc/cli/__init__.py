@@ -7,7 +7,7 @@ unknown queue, the database refused), 2 wrong usage, 3 unhealthy (status), 4 dif
 Layout: ``parser`` builds the whole command line in one place (every option, its default
 read from the module that owns it); the commands sit by group: ``queue`` (engine, queues,
 ticker), ``capture`` (attach, detach, triggers), ``pipeline`` (the Spark commands that run a
-pipeline file: drain, snapshot, resync, verify) and ``ops`` (status, sql, maintain, demo,
+pipeline file: drain, snapshot, resync, verify), ``sql`` and ``ops`` (status, maintain, demo,
 jars). ``main`` runs one and turns every failure into one line on stderr.
 """
 
@@ -22,13 +22,14 @@ import psycopg
 
 from cdc import errors, failures, logs
 from cdc.cli import exitcodes
-from cdc.cli.parser import build_parser
+from cdc.cli.parser import build_parser, fast_command
 
 __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(fast_command(words)).parse_args(argv)
     logs.setup(logs.verbosity_of(args.verbose, args.quiet))
     try:
         return args.func(args)

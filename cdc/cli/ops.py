@@ -1,4 +1,4 @@
-"""The operations commands: status (no Spark), sql, maintain, demo, jars."""
+"""The operations commands: status (no Spark), maintain, demo, jars (sql: cdc.cli.sql)."""
 
 from __future__ import annotations
 
@@ -32,20 +32,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(status.render(state))
     return exitcodes.UNHEALTHY if state.health.state == status.UNHEALTHY else exitcodes.OK
-
-
-def cmd_sql(args: argparse.Namespace) -> int:
-    from cdc.ops import query
-
-    query.check_format(args.format)  # before the JVM starts
-    pipeline, session = pipeline_and_spark(args, "cdc-sql")
-    if args.query is None:  # interactive: statements from the terminal or stdin
-        failed = query.interactive(pipeline, session, args.limit, args.format)
-        return exitcodes.COULD_NOT_RUN if failed else exitcodes.OK
-    text = query.run(pipeline, session, args.query, args.limit, args.format)
-    if text:
-        print(text)
-    return exitcodes.OK
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from cdc import __version__, formats
-from cdc.cli import capture, ops, pipeline, quarantine, queue, roles, submit
+from cdc import __version__
+from cdc.cli import sql
 from cdc.config import add_config_argument, add_dsn_argument, default
-from cdc.jobs import JOBS
-from cdc.pg.capture import CaptureOptions
-from cdc.pg.ticker import TickerSettings
 from cdc.spark import add_conf_argument
 
 DESCRIPTION = "The ``cdc`` command."
 SPARK_COMMANDS = ("drain", "snapshot", "resync", "verify", "sql", "maintain")  # take --conf
+FAST_COMMANDS = ("sql",)  # parsed without the other commands (build_parser)
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -35,14 +33,18 @@ def _age(text: str) -> dt.timedelta:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command. The pipeline modules (they import pyspark) are imported
-    here, not at import time, for their defaults and the drain's options."""
-    from cdc import demo
-    from cdc.ops import maintain
-    from cdc.ops.status import MAX_PENDING_AGE
-    from cdc.pipeline import drain, snapshot, verify
+def fast_command(argv: Sequence[str]) -> str | None:
+    """The command of argv when it is one of FAST_COMMANDS (the first word that is not an
+    option: the options before a command take no value), else None."""
+    command = next((word for word in argv if not word.startswith("-")), None)
+    return command if command in FAST_COMMANDS else None
 
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of command alone (one of FAST_COMMANDS: ``cdc sql``,
+    whose datafusion engine answers without importing Spark, is parsed by its own; see
+    fast_command). The other commands' modules are imported here, not at import time (the
+    pipeline modules import pyspark), for their defaults and the drain's options."""
     p = argparse.ArgumentParser(prog="cdc", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"cdc {__version__}")
     # logging (cdc.logs): one format; -v and -q set how loud the project, libraries and Spark are
@@ -62,6 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help)
         sp.set_defaults(func=func)
         return sp
+
+    if command in FAST_COMMANDS:
+        sql.add_arguments(add("sql", sql.cmd_sql, sql.HELP))
+        add_conf_argument(sub.choices["sql"])
+        return p
+    # the other commands' modules (the pipeline modules import pyspark)
+    from cdc import demo, formats
+    from cdc.cli import capture, ops, pipeline, quarantine, queue, roles, submit
+    from cdc.jobs import JOBS
+    from cdc.ops import maintain
+    from cdc.ops.status import MAX_PENDING_AGE
+    from cdc.pg.capture import CaptureOptions
+    from cdc.pg.ticker import TickerSettings
+    from cdc.pipeline import drain, snapshot, verify
 
     # the engine and its queues (cdc.cli.queue)
     sp = add("install", queue.cmd_install, "install or upgrade the queue engine (one transaction)")
@@ -284,17 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     quarantine.add_arguments(sp)
 
-    # operations (cdc.cli.ops)
-    sp = add("sql", ops.cmd_sql, "Spark SQL over the replicated tables (named as their targets)")
-    sp.add_argument(
-        "query",
-        nargs="?",
-        help="a Spark SQL query, e.g. 'select count(*) from orders'; without one, statements"
-        " ending in ; are read from the terminal or stdin (\\q or end of input quits)",
-    )
-    add_config_argument(sp)
-    sp.add_argument("--limit", type=int, default=100, help="rows shown, 0 for all (%(default)s)")
-    sp.add_argument("--format", default="table", help="table, json (lines) or csv")
+    # operations (cdc.cli.ops, cdc.cli.sql)
+    sql.add_arguments(add("sql", sql.cmd_sql, sql.HELP))
 
     sp = add("maintain", ops.cmd_maintain, "OPTIMIZE (ordered by key) and VACUUM the Delta tables")
     sp.add_argument("targets", nargs="*", help="targets (default: all and the quarantine)")

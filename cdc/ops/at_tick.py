@@ -49,8 +49,7 @@ from cdc.config import Pipeline, Source
 from cdc.errors import ConfigError
 from cdc.pg import source as source_module
 from cdc.pg.consumer import Consumer
-from cdc.targets import delta_table
-from cdc.targets.delta import object_store
+from cdc.targets.delta import history, object_store  # no Spark: cdc sql's datafusion engine
 from cdc.targets.table import APP_KEY, TICK_KEY, TableRef, app_id, legacy_app_id
 
 if TYPE_CHECKING:
@@ -168,16 +167,16 @@ def table_version(ref: TableRef, apps: Collection[str], tick: int) -> int | None
     """The version of the table that tick pins (``pinned_version``), None without a table.
     The table's ``txn`` state answers when it holds no later tick; else its history is read
     from the latest commit back, in growing pages, until it decides."""
-    table = delta_table.open_log(ref)
+    table = history.open_log(ref)
     if table is None:
         return None
-    held = delta_table.held_tick(table, apps)
+    held = history.held_tick(table, apps)
     if held is None or held <= tick:
-        return delta_table.latest_version(table)
+        return history.latest_version(table)
     limit = HISTORY_PAGE
     while True:
-        infos = delta_table.commit_infos(table, limit)
-        txns = delta_table.txn_actions(ref, unrecorded(infos, apps))
+        infos = history.commit_infos(table, limit)
+        txns = history.txn_actions(ref, unrecorded(infos, apps))
         ticks = commit_ticks(infos, apps, txns)
         if decided(ticks, tick):
             return pinned_version(ticks, tick)
@@ -253,6 +252,8 @@ def spark_tables(
     """Each target's rows as of tick (the last consistent tick when None), as a Spark
     DataFrame read at its pinned version; a target with no version by then is left out.
     To know which tick None gave, pass the one ``last_consistent_tick`` returns."""
+    from cdc.targets import delta_table  # Spark's read (the rest of this module needs no Spark)
+
     pins = pinned_versions(pipeline, _tick(pipeline, tick))
     return {
         target: delta_table.read(spark, pipeline.table(target), version)
@@ -274,7 +275,7 @@ def arrow_tables(pipeline: Pipeline, tick: int | None = None) -> dict[str, pa.Ta
         )
     pins = pinned_versions(pipeline, _tick(pipeline, tick))
     return {
-        target: delta_table.rows_at(pipeline.table(target), version)
+        target: history.rows_at(pipeline.table(target), version)
         for target, version in pins.items()
         if version is not None
     }

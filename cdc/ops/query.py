@@ -1,4 +1,5 @@
-"""`cdc sql`: Spark SQL over a pipeline's replicated tables.
+"""`cdc sql` on Spark: Spark SQL over a pipeline's replicated tables (``--engine spark``, and
+what ``auto`` takes for catalog targets and clusters: cdc.ops.query_engine).
 
 What a query can name:
 
@@ -10,41 +11,59 @@ What a query can name:
   ``default`` database, registered at its path (``describe detail`` works too); with a
   metastore, a temporary view (a query writes nothing into the metastore).
 
+Read at a tick (``--at-tick``, ``--consistent``: the versions cdc.ops.query_engine pins),
+each table is its version (``versionAsOf``), or its columns without rows when it had no data
+yet: a path target is a temporary view of that name; a catalog target, in Spark's in-memory
+catalog, a view of that name over the version (``SparkQueries.close`` drops it again). In a
+metastore the name is the metastore's, which a query must not change: a ConfigError says how
+to read the version instead (``VERSION AS OF``).
+
 Every Spark error (a syntax error, an unknown table or column, a failure while running) is
 one line: ``ConfigError`` with Spark's first line and, for an unknown table, the tables there
-are. Without a query, ``interactive`` reads ``;``-terminated statements from the terminal or
-stdin and runs them in the one session, until end of input or ``\\q``.
+are. Rows come to Python as Arrow (``toArrow``), so that dates and timestamps outside
+Python's years show too, and render as the datafusion engine's do (cdc.ops.query_text).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-import sys
-from collections.abc import Callable, Iterable, Iterator
-from typing import TextIO
+from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
 from cdc.config import Pipeline
 from cdc.errors import ConfigError
+from cdc.ops import query_text
+from cdc.ops.query_text import check_format, split, view_name
 from cdc.targets import catalog, delta_table
 from cdc.targets.table import TableRef
 
+__all__ = [
+    "SparkQueries",
+    "answer",
+    "check_format",
+    "execute",
+    "one_line",
+    "register",
+    "result",
+    "run",
+    "split",
+    "view_name",
+]
+
 log = logging.getLogger(__name__)
 
-FORMATS = ("table", "json", "csv")
-QUIT = "\\q"
-PROMPT, MORE = "cdc> ", "  -> "
+ENGINE = "spark"
 
 
-def view_name(target: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", target)
-
-
-def register(pipeline: Pipeline, spark: SparkSession) -> list[str]:
-    """Names every target that exists (and the quarantine) for queries; the names."""
+def register(
+    pipeline: Pipeline, spark: SparkSession, pins: Mapping[str, int | None] | None = None
+) -> list[str]:
+    """Names every target that exists (and the quarantine) for queries; the names. pins:
+    target -> the version to read (None: none yet, its columns without rows); a target not
+    in pins is read at its latest version."""
+    if pins is not None:
+        return _register_pinned(pipeline, spark, pins)
     names = []
     catalog.register(spark, pipeline, queries=True)  # catalog targets under their names
     catalog_names = {n.lower() for n in catalog.names(pipeline)}
@@ -72,9 +91,52 @@ def register(pipeline: Pipeline, spark: SparkSession) -> list[str]:
     return names
 
 
-def check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+def _register_pinned(
+    pipeline: Pipeline, spark: SparkSession, pins: Mapping[str, int | None]
+) -> list[str]:
+    names = []
+    for target in [*(t.target for t in pipeline.tables), pipeline.quarantine]:
+        ref = pipeline.table(target)
+        if not delta_table.exists(spark, ref):
+            continue
+        pinned = target in pins
+        version = pins.get(target)
+        if ref.name:
+            _pin_catalog_target(spark, ref, pinned, version)
+            names.append(ref.name)
+            continue
+        frame = delta_table.read(spark, ref, version)
+        if pinned and version is None:
+            frame = frame.where("false")
+        spark.catalog.dropTempView(view_name(target))
+        frame.createOrReplaceTempView(view_name(target))
+        names.append(view_name(target))
+    return names
+
+
+def _pin_catalog_target(
+    spark: SparkSession, ref: TableRef, pinned: bool, version: int | None
+) -> None:
+    """The catalog target's name as a view of its pinned version, in Spark's in-memory
+    catalog (a table the session registered there before is dropped first: its files stay)."""
+    if not pinned:
+        catalog.register_table(spark, ref)
+        return
+    source = ref.sql_name if version is None else f"{ref.sql_name} version as of {int(version)}"
+    source = f"select * from {source}" + (" where false" if version is None else "")
+    if catalog.persistent(spark, ref.name):
+        how = "no version yet" if version is None else f"{ref.sql_name} VERSION AS OF {version}"
+        raise ConfigError(
+            f"catalog target {ref.name} is named by a metastore, which a read at a tick does not"
+            f" change: query {how} instead, or drop --at-tick/--consistent"
+        )
+    found = catalog.parts(ref.name)
+    database = ".".join(catalog.quoted(p) for p in found[:-1])
+    spark.sql(f"create database if not exists {database}")
+    current = catalog.registered_location(spark, ref.name)
+    if current is not None and current[1] != "VIEW":
+        spark.sql(f"drop table {catalog.quoted(ref.name)}")  # session-only, external
+    spark.sql(f"create or replace view {catalog.quoted(ref.name)} as {source}")
 
 
 def run(pipeline: Pipeline, spark: SparkSession, query: str, limit: int, fmt: str) -> str:
@@ -85,6 +147,12 @@ def run(pipeline: Pipeline, spark: SparkSession, query: str, limit: int, fmt: st
 
 def execute(spark: SparkSession, statement: str, limit: int, fmt: str, names: list[str]) -> str:
     """Runs one statement and renders its rows; any Spark error as a one-line ConfigError."""
+    return query_text.render(answer(spark, statement, limit, names), fmt)
+
+
+def answer(spark: SparkSession, statement: str, limit: int, names: list[str]) -> query_text.Result:
+    """Runs one statement: its rows (up to limit, 0: all); any Spark error as a one-line
+    ConfigError."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
@@ -92,7 +160,7 @@ def execute(spark: SparkSession, statement: str, limit: int, fmt: str, names: li
     # before raising it: the error is said once, as the one line below
     logging.getLogger("SQLQueryContextLogger").disabled = True
     try:
-        return render(spark.sql(statement), limit, fmt)
+        return result(spark.sql(statement), limit)
     except (PySparkException, Py4JJavaError) as exc:
         raise ConfigError(one_line(exc, names)) from None
 
@@ -113,138 +181,59 @@ def one_line(exc: BaseException, names: list[str]) -> str:
     return first
 
 
-def render(frame: DataFrame, limit: int, fmt: str) -> str:
-    """The frame's rows (up to limit, 0: all) as text; nothing for a statement without
-    columns (DDL, SET)."""
-    rows = frame.limit(limit).collect() if limit > 0 else frame.collect()
-    names = frame.columns
-    if not names:
-        return ""
-    if fmt == "json":
-        return "\n".join(json.dumps(r.asDict(recursive=True), default=str) for r in rows)
-    if fmt == "csv":
-        import csv
-        import io
-
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(names)
-        writer.writerows([["" if v is None else v for v in r] for r in rows])
-        return out.getvalue().rstrip("\n")
-    cells = [[("NULL" if v is None else str(v)) for v in r] for r in rows]
-    widths = [max([len(n), *(len(c[i]) for c in cells)]) for i, n in enumerate(names)]
-    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(lines)
-
-
-def split(text: str) -> tuple[list[str], str]:
-    """The complete ``;``-terminated statements of text (quotes and comments respected;
-    statements holding only comments left out), and the unfinished rest."""
-    done: list[str] = []
-    start, i, quote, content = 0, 0, "", False
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\" and quote != "`":
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:  # open until a later line closes it
-                return done, text[start:]
-            i = end + 2
-            continue
-        elif c == ";":
-            if content:
-                done.append(text[start:i].strip())
-            start, content = i + 1, False
-        elif not c.isspace():
-            content = True
-            quote = c if c in "'\"`" else ""
-        i += 1
-    return done, text[start:] if content or quote else ""
-
-
-def _terminal_lines(read: Callable[[str], str], buffered: Callable[[], bool]) -> Iterator[str]:
-    """Lines typed at a prompt (its continuation prompt while a statement is open)."""
-    while True:
-        try:
-            yield read(MORE if buffered() else PROMPT)
-        except (EOFError, KeyboardInterrupt):  # Ctrl-D, Ctrl-C at the prompt: quit
-            return
-
-
-def interactive(
-    pipeline: Pipeline,
-    spark: SparkSession,
-    limit: int,
-    fmt: str,
-    lines: Iterable[str] | None = None,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-) -> int:
-    """Runs the statements of lines (default: the terminal's, at a prompt, or stdin's) one
-    after the other in this session; an error is one line on err and the next statement
-    runs. Stops at the end of input or a line ``\\q``. The number of statements that failed."""
-    check_format(fmt)
-    out, err = out or sys.stdout, err or sys.stderr
-    names = register(pipeline, spark)
-    buffer = ""
-    if lines is None:
-        if sys.stdin.isatty():
-            import readline  # noqa: F401  (line editing and history for input())
-
-            print(
-                f"cdc sql: tables {', '.join(names) or 'none yet'}; end each statement with ;"
-                f" and quit with {QUIT} or Ctrl-D",
-                file=err,
-            )
-            lines = _terminal_lines(input, lambda: bool(buffer.strip()))
-        else:
-            lines = sys.stdin
-    failed = 0
-    for line in lines:
-        if line.strip() == QUIT and not buffer.strip():
-            break
-        statements, buffer = split(buffer + line.rstrip("\n") + "\n")
-        for statement in statements:
-            failed += not _run_one(spark, statement, limit, fmt, names, out, err)
-    last, rest = split(buffer + ";")
-    for statement in last:  # a last statement without its ;
-        failed += not _run_one(spark, statement, limit, fmt, names, out, err)
-    if rest.strip():
-        print(f"cdc: error: unfinished statement at the end: {rest.strip()[:80]}", file=err)
-        failed += 1
-    return failed
-
-
-def _run_one(
-    spark: SparkSession,
-    statement: str,
-    limit: int,
-    fmt: str,
-    names: list[str],
-    out: TextIO,
-    err: TextIO,
-) -> bool:
+def result(frame: DataFrame, limit: int) -> query_text.Result:
+    """The frame's rows (up to limit, 0: all) as plain values: through Arrow, or collected
+    when a column's type has no Arrow form (an interval of months and days)."""
+    if not frame.columns:  # a statement without columns (DDL, SET) has run
+        return query_text.Result([], [])
+    rows = frame.limit(limit) if limit > 0 else frame
     try:
-        text = execute(spark, statement, limit, fmt, names)
-    except ConfigError as exc:
-        print(f"cdc: error: {exc}", file=err, flush=True)
-        return False
-    except KeyboardInterrupt:  # Ctrl-C while it runs: cancel it, go on with the next
-        spark.sparkContext.cancelAllJobs()
-        print("cdc: error: cancelled", file=err, flush=True)
-        return False
-    if text:
-        print(text, file=out, flush=True)
-    return True
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        to_arrow_schema(frame.schema, timezone="UTC")
+    except Exception as exc:  # PySpark's error for a type Arrow does not carry
+        log.debug("rows collected, not through Arrow: %s", str(exc).splitlines()[0])
+        return query_text.from_rows(frame.columns, rows.collect())
+    return query_text.from_arrow(rows.toArrow())
+
+
+class SparkQueries:
+    """The Spark engine's session over a pipeline's tables (cdc.ops.query_shell.Queries)."""
+
+    engine = ENGINE
+    backslash = True  # Spark SQL's quotes take backslash escapes
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        pins: Mapping[str, int | None] | None = None,
+    ) -> None:
+        self.spark = spark
+        self._pinned = pins is not None
+        self._catalog_targets = [
+            pipeline.table(n) for n in catalog.names(pipeline) if pins is not None
+        ]
+        self.names = register(pipeline, spark, pins)
+
+    def run(self, statement: str, limit: int, fmt: str) -> str:
+        return execute(self.spark, statement, limit, fmt, self.names)
+
+    def answer(self, statement: str, limit: int = 0) -> query_text.Result:
+        return answer(self.spark, statement, limit, self.names)
+
+    def cancel(self) -> None:
+        self.spark.sparkContext.cancelAllJobs()
+
+    def close(self) -> None:
+        """Drops what a read at a tick put under the targets' names (the temporary views, the
+        catalog targets' views: a later query in this session registers their tables)."""
+        if not self._pinned:
+            return
+        for name in self.names:
+            if "." not in name:
+                self.spark.catalog.dropTempView(name)
+        for ref in self._catalog_targets:
+            found = catalog.registered_location(self.spark, ref.name)
+            if found is not None and found[1] == "VIEW":
+                self.spark.sql(f"drop view {catalog.quoted(ref.name)}")

@@ -16,7 +16,10 @@ DuckDB's delta extension is not part of the tests.
 
 from __future__ import annotations
 
-from cdc.targets.delta_table import LocalTable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importable without Spark (cdc sql's datafusion engine asks READERS)
+    from cdc.targets.delta_table import LocalTable
 
 __all__ = [
     "READERS",

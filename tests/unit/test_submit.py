@@ -264,7 +264,7 @@ def test_an_unreachable_source_fails_in_one_line_before_spark(command: str, tmp_
     dsn = f"postgresql://u:pw-not-shown@127.0.0.1:{_closed_port()}/db"
     path = _config(tmp_path, dsn)
     argv = {
-        "sql": ["sql", "select 1"],
+        "sql": ["sql", "select 1", "--engine", "spark"],  # datafusion needs no source
         "snapshot": ["snapshot", "public.t"],
         "submit": ["submit", "drain"],
     }.get(command, [command])
