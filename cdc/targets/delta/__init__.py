@@ -12,6 +12,8 @@ in one place. Callers use the names cdc.targets.delta_table gathers from these m
   rewritten with wider column types in one commit (cdc.targets.schema_changes decides);
 - ``history``: a table's history read by delta-rs for reads as of a tick (the commits'
   userMetadata, their ``txn`` actions, the rows at a version);
+- ``datafusion``: tables read by SQL through delta-rs' QueryBuilder (``cdc sql`` without a
+  JVM), each at its latest or a pinned version;
 - ``commits``: the commit identity (txnAppId / txnVersion: a write given a Commit is skipped
   when its appId already committed its version), Delta's concurrent-commit conflicts
   (``retry_conflicts``), and reads of the log's files.
