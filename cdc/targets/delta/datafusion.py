@@ -47,15 +47,10 @@ def open_table(ref: TableRef, version: int | None = None) -> Any | None:
     """delta-rs' table at ref's path (at version, else its latest), or None when there is
     no Delta table there (or ref is a catalog name). QueryFailed when the log cannot be read
     at that version (its commit file removed by log retention, or never written)."""
-    from deltalake import DeltaTable
-
     if not ref.is_path:
         return None
-    options = object_store.storage_options(ref.location)  # None for a local path
     try:
-        if not DeltaTable.is_deltatable(ref.location, storage_options=options):
-            return None
-        return DeltaTable(ref.location, version=version, storage_options=options)
+        return object_store.delta_rs_table(ref.location, version)
     except Exception as exc:
         raise QueryFailed(_text(exc)) from None
 

@@ -29,12 +29,7 @@ log = logging.getLogger("cdc.merge")
 
 def open_log(ref: TableRef, version: int | None = None) -> Any | None:
     """delta-rs' table at ref (at version, or its latest), None when there is no table."""
-    from deltalake import DeltaTable
-
-    options = object_store.storage_options(ref.location)
-    if not DeltaTable.is_deltatable(ref.location, storage_options=options):
-        return None
-    return DeltaTable(ref.location, version=version, storage_options=options)
+    return object_store.delta_rs_table(ref.location, version)
 
 
 def latest_version(table: Any) -> int:

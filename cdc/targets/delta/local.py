@@ -124,14 +124,10 @@ class LocalTable:
         """The table, or None when there is none at the path (or ref is a catalog name); a
         path in object storage is read with the options cdc.targets.delta.object_store
         derives from the Spark settings."""
-        from deltalake import DeltaTable
-
         if not ref.is_path:
             return None
-        options = object_store.storage_options(ref.location)  # None for a local path
-        if not DeltaTable.is_deltatable(ref.location, storage_options=options):
-            return None
-        return cls(DeltaTable(ref.location, storage_options=options))
+        table = object_store.delta_rs_table(ref.location)
+        return None if table is None else cls(table)
 
     @classmethod
     def open_local(cls, ref: TableRef) -> LocalTable | None:

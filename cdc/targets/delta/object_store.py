@@ -19,8 +19,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["OBJECT_STORE_SCHEMES", "configure", "is_object_store", "storage_options"]
+__all__ = [
+    "OBJECT_STORE_SCHEMES",
+    "configure",
+    "delta_rs_table",
+    "is_object_store",
+    "storage_options",
+]
 
 OBJECT_STORE_SCHEMES = ("s3a", "s3", "s3n")
 
@@ -79,3 +86,14 @@ def storage_options(location: str) -> dict[str, str] | None:
     if s3a.get("path.style.access", "").lower() == "true":
         options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
     return options
+
+
+def delta_rs_table(location: str, version: int | None = None) -> Any | None:
+    """delta-rs' table at a path, local or in an object store (read with
+    ``storage_options``), at version or its latest; None when no Delta table is there."""
+    from deltalake import DeltaTable
+
+    options = storage_options(location)
+    if not DeltaTable.is_deltatable(location, storage_options=options):
+        return None
+    return DeltaTable(location, version=version, storage_options=options)
