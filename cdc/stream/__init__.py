@@ -28,6 +28,7 @@ docs/querying.md ("Streaming") shows a job that writes a Delta table exactly onc
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,10 +42,26 @@ FORMAT = "cdc"
 
 
 def register(spark: SparkSession) -> None:
-    """Makes ``spark.readStream.format("cdc")`` known to this session."""
+    """Makes ``spark.readStream.format("cdc")`` known to this session (again: the same)."""
+    from pyspark.errors import AnalysisException
+
+    from cdc.errors import ConfigError
     from cdc.stream.source import CdcSource
 
-    spark.dataSource.register(CdcSource)
+    # the source runs in Python workers started by the JVM, in its folder: a relative
+    # config path is resolved against this process's (a class made here travels by value)
+    here = type("CdcSourceHere", (CdcSource,), {"base_dir": os.getcwd()})
+    try:
+        spark.dataSource.register(here)
+    except AnalysisException as exc:
+        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
+        raise ConfigError(
+            "Spark refuses to register the format cdc in this session: another session of"
+            " this application registered it, and Spark 4 lets no session made before that"
+            " use or register it. Register it first, in the session that reads, before"
+            " making others with newSession()"
+        ) from None
 
 
 def table_columns(table: str, **options: str) -> list[Column]:

@@ -68,8 +68,10 @@ class StreamOptions:
         return max(1, min(self.max_partitions, math.ceil(events / EVENTS_PER_PARTITION)))
 
 
-def parse(options: Mapping[str, str]) -> StreamOptions:
-    """The checked options (see the module docstring)."""
+def parse(options: Mapping[str, str], base_dir: str | None = None) -> StreamOptions:
+    """The checked options (see the module docstring); a relative ``config`` path is the
+    driver's: resolved against base_dir, the folder the session registered the format in
+    (Spark runs the source in a Python worker whose folder is the JVM's)."""
     given = {name.lower(): value for name, value in options.items()}
     unknown = sorted(set(given) - KNOWN)
     if unknown:
@@ -83,7 +85,10 @@ def parse(options: Mapping[str, str]) -> StreamOptions:
             "the cdc stream needs option consumer: its own consumer of the queue, registered"
             " when the stream first starts (never the drain's)"
         )
-    source = _from_file(given, consumer) if "config" in given else _from_options(given, consumer)
+    if "config" in given:
+        source = _from_file(given, consumer, base_dir)
+    else:
+        source = _from_options(given, consumer)
     if "max_events" in given:
         source = dataclasses.replace(source, max_events=_positive(given, "max_events"))
     max_partitions = (
@@ -98,7 +103,7 @@ def parse(options: Mapping[str, str]) -> StreamOptions:
     )
 
 
-def _from_file(given: dict[str, str], consumer: str) -> Source:
+def _from_file(given: dict[str, str], consumer: str, base_dir: str | None) -> Source:
     twice = [name for name in FROM_FILE if name in given]
     if twice:
         raise ConfigError(
@@ -107,7 +112,7 @@ def _from_file(given: dict[str, str], consumer: str) -> Source:
     path = _text(given, "config")
     if path is None:
         raise ConfigError("option config must name a pipeline file")
-    source = load(path).source
+    source = load(os.path.join(base_dir, path) if base_dir else path).source
     if consumer == source.consumer:
         raise ConfigError(
             f"option consumer {consumer!r} is the drain's consumer in {path}: the stream takes"

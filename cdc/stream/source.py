@@ -41,6 +41,8 @@ class EventSlice(InputPartition):
 class CdcSource(DataSource):
     """The queue's events as a stream (options: cdc.stream.options)."""
 
+    base_dir: str | None = None  # the driver's folder (cdc.stream.register), for a relative config
+
     @classmethod
     def name(cls) -> str:
         return "cdc"
@@ -49,7 +51,7 @@ class CdcSource(DataSource):
         return events.SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return CdcStreamReader(parse(self.options))
+        return CdcStreamReader(parse(self.options, self.base_dir))
 
 
 class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

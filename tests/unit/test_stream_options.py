@@ -49,6 +49,17 @@ def test_a_pipeline_file_gives_the_source(tmp_path):
     assert found.tick and found.table is None
 
 
+def test_a_relative_config_is_the_drivers(tmp_path, monkeypatch):
+    """The source runs in a Python worker in the JVM's folder: a relative config path is
+    resolved against the folder the session registered the format in (base_dir)."""
+    pipeline(tmp_path)
+    monkeypatch.chdir("/")
+    found = parse({"config": "pipeline.toml", "consumer": "reports"}, base_dir=str(tmp_path))
+    assert found.source.queue == "cdc_events"
+    with pytest.raises(ConfigError, match="does not exist"):
+        parse({"config": "pipeline.toml", "consumer": "reports"})
+
+
 def test_options_without_a_file():
     """dsn, queue, queue_schema, and the others, by their names (Spark lower-cases them)."""
     found = parse(
