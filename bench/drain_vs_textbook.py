@@ -372,6 +372,36 @@ def plot(facts: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def plot_runs(runs: list[str], path: Path) -> None:
+    """Ours / textbook, cold and warm, of several runs' JSON (``LABEL=FILE``) side by side,
+    against the goal of 1.5."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels, ratios = [], []
+    for run_ in runs:
+        label, _, file = run_.partition("=")
+        facts = json.loads(Path(file).read_text())
+        labels.append(label)
+        ratios.append([facts["ratio"][t] for t in ("cold", "warm")])
+    fig, ax = plt.subplots(figsize=(2.2 * len(runs) + 2, 4))
+    width = 0.38
+    for n, (temper, color) in enumerate((("cold", "#4C72B0"), ("warm", "#DD8452"))):
+        xs = [i + (n - 0.5) * width for i in range(len(runs))]
+        bars = ax.bar(xs, [r[n] for r in ratios], width, color=color, label=temper)
+        ax.bar_label(bars, fmt="%.2f")
+    ax.axhline(1.5, color="gray", linestyle="--", linewidth=1, label="goal 1.5")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(runs)), labels)
+    ax.set_ylabel("ours / textbook (events/s)")
+    ax.set_title("ours against the textbook drain")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def report(facts: dict[str, Any]) -> None:
     print(
         f"{facts['events']:,} events over {len(facts['tables'])} table(s)"
@@ -427,6 +457,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--event-log", type=Path, metavar="DIR", help="Spark event logs here (bench.spark_jobs)"
     )
+    parser.add_argument(
+        "--plot-runs",
+        nargs="+",
+        metavar="LABEL=FILE",
+        help="no run: plot these runs' --json ratios side by side into --plot",
+    )
     parser.add_argument("--worker", choices=SYSTEMS, dest="system", help=argparse.SUPPRESS)
     parser.add_argument("--tables", help=argparse.SUPPRESS)
     parser.add_argument("--conf", default="{}", help=argparse.SUPPRESS)
@@ -435,6 +471,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", help=argparse.SUPPRESS)
     parser.add_argument("--consumers", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.plot_runs:
+        if not args.plot:
+            parser.error("--plot-runs needs --plot FILE")
+        plot_runs(args.plot_runs, args.plot)
+        return 0
     if args.system:
         print(json.dumps(worker(args)))
         return 0

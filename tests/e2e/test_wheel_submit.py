@@ -81,7 +81,7 @@ def _environment(env: Path) -> dict[str, str]:
 
 def test_the_wheel_holds_the_jobs_and_the_example(installed: Path, tmp_path: Path) -> None:
     """The installed package, not the checkout, has the job scripts (jobs/), the SQL
-    (triggers/), the example configuration and the log settings."""
+    (triggers/), the example configuration and the log settings; its public API imports."""
     done = subprocess.run(
         [str(installed / "bin" / "python"), "-c",
          "import cdc, cdc.jobs as j; from importlib.resources import files;"
@@ -89,7 +89,9 @@ def test_the_wheel_holds_the_jobs_and_the_example(installed: Path, tmp_path: Pat
          "print(cdc.__file__); print(*(j.script(n) for n in j.JOBS));"
          "print(shipped.folder('triggers') / 'install.sql', sqlfiles.QUERIES / 'queries.sql');"
          "print(files('cdc') / 'conf/pipeline.toml'); print(files('cdc') / 'log4j2.properties');"
-         "assert sqlfiles.expand('install.sql') and sqlfiles.queries()"],
+         "assert sqlfiles.expand('install.sql') and sqlfiles.queries();"
+         "from cdc import Consumer, load_pipeline;"  # the README's public API, installed
+         "assert all(getattr(cdc, name) for name in cdc.__all__)"],
         capture_output=True, text=True, check=True, cwd=tmp_path, env=_environment(installed),
     )  # fmt: skip
     paths = done.stdout.split()

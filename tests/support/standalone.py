@@ -66,7 +66,7 @@ def standalone(folder: Path, cores: int = 1, memory: str = "1g") -> Iterator[Sta
             try:
                 if cluster.state().get("aliveworkers", 0) >= 1:
                     break
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or an empty page while it starts
                 pass
             if time.monotonic() > deadline:
                 log_text = (folder / "master.log").read_text()[-3000:]
