@@ -15,6 +15,7 @@ Inline code spans (``cdc drain --follow``) are found in the prose between blocks
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -87,7 +88,8 @@ def documents() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def _read(path: Path) -> tuple[list[Block], list[Inline]]:
+@functools.cache  # read once per run: every test module asks for the blocks
+def _read(path: Path) -> tuple[tuple[Block, ...], tuple[Inline, ...]]:
     blocks: list[Block] = []
     inlines: list[Inline] = []
     lines = path.read_text().splitlines()
@@ -125,7 +127,7 @@ def _read(path: Path) -> tuple[list[Block], list[Inline]]:
         blocks.append(Block(path, start, info, "\n".join(body) + "\n", said_here))
         directive = None
         i += 1
-    return blocks, inlines
+    return tuple(blocks), tuple(inlines)  # cached: shared by every caller, so frozen
 
 
 def blocks(language: str | None = None) -> list[Block]:

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +63,17 @@ def test_the_public_api_resolves() -> None:
     assert cdc.load_pipeline.__name__ == "load"
     with pytest.raises(AttributeError, match="no attribute 'queue_client'"):
         cdc.queue_client  # noqa: B018
+
+
+def test_type_checkers_see_the_same_public_names() -> None:
+    """cdc/__init__.py names its exports twice (the lazy table, and the imports under
+    TYPE_CHECKING that type checkers read): the two lists are the same."""
+    tree = ast.parse(Path(cdc.__file__).read_text())
+    [guard] = [
+        n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+    ]
+    seen = {alias.asname or alias.name for n in guard.body for alias in n.names}
+    assert seen == set(cdc.__all__) - {"__version__"}
 
 
 def test_the_readme_names_the_public_api() -> None:
